@@ -1,0 +1,11 @@
+"""mxtorch: Apache MXNet 1.x's symbolic stack (NDArray, Symbol, Executor, Module) on PyTorch.
+
+    import mxtorch as mx      # in place of `import mxnet as mx`
+"""
+__version__ = '0.1.0'
+
+from .base import MXNetError, NotImplementedForSymbol
+from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
+from . import context, base, ops, autograd, random
+from . import ndarray
+from . import ndarray as nd

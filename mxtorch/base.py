@@ -1,0 +1,103 @@
+"""Errors and dtype vocabulary shared by every part of mxtorch."""
+import numpy as np
+import torch
+
+
+class MXNetError(RuntimeError):
+    """The error MXNet raises for a user mistake detected by the framework."""
+
+
+class NotImplementedForSymbol(MXNetError):
+    """Raised for NDArray-only operations attempted on a Symbol."""
+
+    def __init__(self, function, alias=None, *args):
+        name = function if isinstance(function, str) else function.__name__
+        msg = 'Function %s' % name
+        if alias:
+            msg += ' (namely operator "%s")' % alias
+        if args:
+            msg += ' with arguments (%s)' % ', '.join(type(a).__name__ for a in args)
+        super().__init__(msg + ' is not implemented for Symbol and only available in NDArray.')
+
+
+# ---------------------------------------------------------------------------------------------
+# dtypes.  MXNet speaks NumPy dtypes; tensors are torch dtypes; files and attrs use integer codes.
+# ---------------------------------------------------------------------------------------------
+bfloat16 = np.dtype([('bfloat16', np.uint16)])   # how MXNet's Python exposes bfloat16
+
+_NP_TO_TORCH = {
+    np.dtype('float32'): torch.float32, np.dtype('float64'): torch.float64,
+    np.dtype('float16'): torch.float16, np.dtype('uint8'): torch.uint8,
+    np.dtype('int8'): torch.int8, np.dtype('int16'): torch.int16, np.dtype('int32'): torch.int32,
+    np.dtype('int64'): torch.int64, np.dtype('bool'): torch.bool,
+    np.dtype('uint16'): torch.uint16, np.dtype('uint32'): torch.uint32, np.dtype('uint64'): torch.uint64,
+    bfloat16: torch.bfloat16,
+}
+_TORCH_TO_NP = {t: n for n, t in _NP_TO_TORCH.items()}
+
+# type_flag codes of the NDArray file format and of the `__dtype__` symbol attribute
+DTYPE_CODES = {
+    np.dtype('float32'): 0, np.dtype('float64'): 1, np.dtype('float16'): 2, np.dtype('uint8'): 3,
+    np.dtype('int32'): 4, np.dtype('int8'): 5, np.dtype('int64'): 6, np.dtype('bool'): 7,
+    np.dtype('int16'): 8, np.dtype('uint16'): 9, np.dtype('uint32'): 10, np.dtype('uint64'): 11,
+    bfloat16: 12,
+}
+CODE_DTYPES = {c: d for d, c in DTYPE_CODES.items()}
+
+default_dtype = np.dtype('float32')
+
+
+def np_dtype(dtype):
+    """Normalise any dtype-like (str, NumPy type or dtype, torch dtype) to a NumPy dtype."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, torch.dtype):
+        try:
+            return _TORCH_TO_NP[dtype]
+        except KeyError:
+            raise TypeError('dtype %s is not supported' % dtype) from None
+    if isinstance(dtype, str) and dtype == 'bfloat16':
+        return bfloat16
+    try:
+        result = np.dtype(dtype)
+    except TypeError:
+        raise TypeError('data type %r not understood' % (dtype,)) from None
+    if result not in _NP_TO_TORCH:
+        raise TypeError('dtype %s is not supported' % result)
+    return result
+
+
+def torch_dtype(dtype):
+    """The torch dtype of a dtype-like."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    return _NP_TO_TORCH[np_dtype(dtype)]
+
+
+def dtype_type(dtype):
+    """What MXNet returns for `.dtype`: the NumPy type class (numpy.float32), not a dtype instance."""
+    d = np_dtype(dtype)
+    return d if d == bfloat16 else d.type
+
+
+def dtype_name(dtype):
+    d = np_dtype(dtype)
+    return 'bfloat16' if d == bfloat16 else d.name
+
+
+def is_float_dtype(dtype):
+    return torch_dtype(dtype).is_floating_point
+
+
+def check_call(condition, message, *args):
+    """Raise MXNetError(message % args) unless condition holds."""
+    if not condition:
+        raise MXNetError(message % args if args else message)
+
+
+def string_types():
+    return (str,)
+
+
+numeric_types = (float, int, np.generic)
+integer_types = (int, np.integer)

@@ -1,0 +1,1 @@
+"""mx.nd._internal: the generated functions of operators whose names start with '_'."""

@@ -1,0 +1,500 @@
+"""NDArray: a mutable handle over a torch.Tensor, with MXNet's classic semantics.
+
+* basic indexing (ints and slices) returns a view that writes through; advanced indexing copies;
+* there are no 0-d arrays: a scalar result has shape (1,);
+* arithmetic broadcasts; a scalar is first cast to the array's dtype (int32 * 0.5 -> zeros);
+* every operator function (`mx.nd.<op>`) and NDArray method runs the registered operator's
+  forward (ops/), the same code the symbolic executor runs.
+"""
+import numpy as np
+import torch
+
+from ..base import (MXNetError, default_dtype, dtype_type, np_dtype, torch_dtype, integer_types,
+                    numeric_types)
+from ..context import Context, current_context, context_of
+from ..ops.params import Params
+from ..ops.registry import get_op
+
+
+def _ctx_of_tensor(tensor):
+    return context_of(tensor.device)
+
+
+class NDArray:
+    """A handle over a torch.Tensor and the Context it lives on."""
+    __slots__ = ('_tensor', '_ctx', 'writable', '_grad', '_grad_req', '__weakref__')
+    __array_priority__ = 1000.0
+
+    def __init__(self, tensor, ctx=None, writable=True):
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError('NDArray wraps a torch.Tensor, got %s' % type(tensor).__name__)
+        self._tensor = tensor
+        self._ctx = ctx if ctx is not None else _ctx_of_tensor(tensor)
+        self.writable = writable
+        self._grad = None
+
+    # ---- basic properties ----------------------------------------------------------------------
+    @property
+    def shape(self):
+        return tuple(self._tensor.shape)
+
+    @property
+    def size(self):
+        return self._tensor.numel()
+
+    @property
+    def ndim(self):
+        return self._tensor.dim()
+
+    @property
+    def dtype(self):
+        return dtype_type(self._tensor.dtype)
+
+    @property
+    def context(self):
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def stype(self):
+        return 'default'
+
+    @property
+    def handle(self):
+        return self
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @property
+    def T(self):
+        if self.ndim < 2:
+            return self.copy()
+        return _wrap(self._tensor.permute(*reversed(range(self.ndim))).contiguous(), self._ctx)
+
+    def __repr__(self):
+        shape = 'x'.join(str(d) for d in self.shape)
+        return '\n%s\n<NDArray %s @%s>' % (self.asnumpy(), shape, self._ctx)
+
+    __str__ = __repr__
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __hash__(self):
+        return id(self)
+
+    def __bool__(self):
+        if self.size == 1:
+            return bool(self._tensor.item())
+        if self.size == 0:
+            return False
+        raise ValueError('The truth value of an NDArray with multiple elements is ambiguous.')
+
+    def __iter__(self):
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.asnumpy()
+        return a if dtype is None else a.astype(dtype)
+
+    # ---- conversion and copies ---------------------------------------------------------------
+    def asnumpy(self):
+        t = self._tensor.detach()
+        if t.dtype == torch.bfloat16:
+            return t.cpu().view(torch.int16).numpy().view(np_dtype('bfloat16')).copy()
+        return t.cpu().numpy().copy() if t.device.type == 'cpu' else t.cpu().numpy()
+
+    def asscalar(self):
+        if self.size != 1:
+            raise ValueError('The current array is not a scalar')
+        return self.asnumpy().reshape(())[()]
+
+    def copy(self):
+        return _wrap(self._tensor.detach().clone(), self._ctx)
+
+    def copyto(self, other):
+        """Copy into an NDArray (returned) or onto a Context (a new array)."""
+        if isinstance(other, NDArray):
+            if other is self:
+                return other
+            if other.shape != self.shape:
+                raise ValueError('copyto: shape mismatch, target has %s, source has %s'
+                                 % (other.shape, self.shape))
+            with torch.no_grad():
+                other._tensor.copy_(self._tensor)
+            return other
+        if isinstance(other, Context):
+            return _wrap(self._tensor.detach().to(other.torch_device, copy=True), other)
+        raise TypeError('copyto does not support type %s' % type(other).__name__)
+
+    def as_in_context(self, context):
+        if context == self._ctx:
+            return self
+        return self.copyto(context)
+
+    def astype(self, dtype, copy=True):
+        dt = torch_dtype(dtype)
+        if not copy and dt == self._tensor.dtype:
+            return self
+        return _wrap(self._tensor.detach().to(dt, copy=True), self._ctx)
+
+    def tostype(self, stype):
+        if stype != 'default':
+            raise MXNetError('mxtorch supports only dense (default) storage, asked for %s' % stype)
+        return self
+
+    def detach(self):
+        return _wrap(self._tensor.detach(), self._ctx)
+
+    def wait_to_read(self):
+        if self._tensor.is_cuda:
+            torch.cuda.current_stream(self._tensor.device).synchronize()
+
+    wait_to_write = wait_to_read
+
+    def as_nd_ndarray(self):
+        return self
+
+    def attach_grad(self, grad_req='write', stype=None):
+        """Record gradients for this array in `mx.autograd` scopes; read them from `.grad`."""
+        from .. import autograd
+        autograd.mark_variables([self], [_wrap(torch.zeros_like(self._tensor), self._ctx)],
+                                grad_req)
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        from .. import autograd
+        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph,
+                          train_mode)
+
+    # ---- shape manipulation -------------------------------------------------------------------
+    def reshape(self, *shape, **kwargs):
+        """Reshape with MXNet's special codes (0, -1, -2, -3, -4); a view when possible."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        elif not shape:
+            shape = kwargs.pop('shape')
+        reverse = kwargs.pop('reverse', False)
+        if kwargs:
+            raise TypeError('reshape() got unexpected arguments %s' % sorted(kwargs))
+        from ..ops.tensor import reshape_target
+        target = reshape_target(self.shape, tuple(shape), reverse)
+        return _wrap(self._tensor.reshape(target), self._ctx)
+
+    def broadcast_to(self, shape):
+        return invoke('broadcast_to', [self], shape=tuple(shape))
+
+    # ---- indexing -----------------------------------------------------------------------------
+    def _index(self, key):
+        """(torch index, is_basic). Basic = ints/slices/None/Ellipsis only."""
+        if isinstance(key, NDArray):
+            return key._tensor.long(), False
+        if isinstance(key, np.ndarray):
+            return torch.from_numpy(key.astype(np.int64)), False
+        if isinstance(key, list):
+            return torch.tensor(key, dtype=torch.long), False
+        if isinstance(key, (integer_types, slice)) or key is None or key is Ellipsis:
+            key = (key,)
+        if not isinstance(key, tuple):
+            raise IndexError('NDArray does not support index type %s' % type(key).__name__)
+        parts, basic = [], True
+        for k in key:
+            if isinstance(k, (integer_types, slice)) or k is None or k is Ellipsis:
+                if isinstance(k, slice) and k.step is not None and k.step < 0:
+                    basic = False      # torch has no negative strides: gathered as a copy
+                parts.append(int(k) if isinstance(k, integer_types) else k)
+            else:
+                parts.append(self._index(k)[0])
+                basic = False
+        return tuple(parts), basic
+
+    def __getitem__(self, key):
+        index, basic = self._index(key)
+        t = self._tensor
+        if not basic and isinstance(index, tuple) and any(
+                isinstance(k, slice) and k.step is not None and k.step < 0 for k in index):
+            index = _negative_steps_to_arrays(index, t.shape)
+        result = t[index]
+        if result.dim() == 0:
+            result = result.reshape(1)
+        if not basic:
+            result = result.clone()
+        return _wrap(result, self._ctx)
+
+    def __setitem__(self, key, value):
+        if not self.writable:
+            raise ValueError('Failed to assign to a readonly NDArray')
+        index, basic = self._index(key)
+        t = self._tensor
+        with torch.no_grad():
+            if isinstance(value, NDArray):
+                src = value._tensor.to(t.device)
+            elif isinstance(value, numeric_types) or isinstance(value, bool):
+                src = value
+            else:
+                src = torch.as_tensor(np.asarray(value), device=t.device)
+            if basic:
+                target = t[index]
+                if isinstance(src, torch.Tensor):
+                    target.copy_(src.reshape(target.shape) if src.numel() == target.numel()
+                                 and src.dim() != target.dim() else src)
+                else:
+                    target.fill_(src)
+            else:
+                t[index] = src.to(t.dtype) if isinstance(src, torch.Tensor) else src
+
+    # ---- arithmetic ---------------------------------------------------------------------------
+    def _binary(self, other, array_op, scalar_op):
+        if isinstance(other, NDArray):
+            return invoke(array_op, [self, other])
+        if isinstance(other, numeric_types) or isinstance(other, bool):
+            return invoke(scalar_op, [self], scalar=float(other))
+        if isinstance(other, np.ndarray):
+            return invoke(array_op, [self, array(other, ctx=self._ctx, dtype=self.dtype)])
+        return NotImplemented
+
+    def _inplace(self, other, array_op, scalar_op):
+        if not self.writable:
+            raise ValueError('trying to modify a readonly NDArray')
+        result = self._binary(other, array_op, scalar_op)
+        if result is NotImplemented:
+            return result
+        with torch.no_grad():
+            self._tensor.copy_(result._tensor)
+        return self
+
+    def __add__(self, o): return self._binary(o, 'broadcast_add', '_plus_scalar')
+    def __radd__(self, o): return self._binary(o, 'broadcast_add', '_plus_scalar')
+    def __sub__(self, o): return self._binary(o, 'broadcast_sub', '_minus_scalar')
+    def __rsub__(self, o): return self._binary(o, None, '_rminus_scalar')
+    def __mul__(self, o): return self._binary(o, 'broadcast_mul', '_mul_scalar')
+    def __rmul__(self, o): return self._binary(o, 'broadcast_mul', '_mul_scalar')
+    def __truediv__(self, o): return self._binary(o, 'broadcast_div', '_div_scalar')
+    def __rtruediv__(self, o): return self._binary(o, None, '_rdiv_scalar')
+    def __mod__(self, o): return self._binary(o, 'broadcast_mod', '_mod_scalar')
+    def __rmod__(self, o): return self._binary(o, None, '_rmod_scalar')
+    def __pow__(self, o): return self._binary(o, 'broadcast_power', '_power_scalar')
+    def __rpow__(self, o): return self._binary(o, None, '_rpower_scalar')
+    def __eq__(self, o): return self._binary(o, 'broadcast_equal', '_equal_scalar')
+    def __ne__(self, o): return self._binary(o, 'broadcast_not_equal', '_not_equal_scalar')
+    def __gt__(self, o): return self._binary(o, 'broadcast_greater', '_greater_scalar')
+    def __ge__(self, o): return self._binary(o, 'broadcast_greater_equal', '_greater_equal_scalar')
+    def __lt__(self, o): return self._binary(o, 'broadcast_lesser', '_lesser_scalar')
+    def __le__(self, o): return self._binary(o, 'broadcast_lesser_equal', '_lesser_equal_scalar')
+    __div__ = __truediv__
+    __rdiv__ = __rtruediv__
+
+    def __iadd__(self, o): return self._inplace(o, 'broadcast_add', '_plus_scalar')
+    def __isub__(self, o): return self._inplace(o, 'broadcast_sub', '_minus_scalar')
+    def __imul__(self, o): return self._inplace(o, 'broadcast_mul', '_mul_scalar')
+    def __itruediv__(self, o): return self._inplace(o, 'broadcast_div', '_div_scalar')
+    def __imod__(self, o): return self._inplace(o, 'broadcast_mod', '_mod_scalar')
+    __idiv__ = __itruediv__
+
+    def __neg__(self):
+        return invoke('_mul_scalar', [self], scalar=-1.0)
+
+    def __abs__(self):
+        return invoke('abs', [self])
+
+    def __pos__(self):
+        return self
+
+    # ---- pickling: MXNet's own form, a dict holding one array record -----------------------------
+    def __getstate__(self):
+        from .serialization import encode_record
+        return {'handle': bytearray(encode_record(self))}
+
+    def __setstate__(self, state):
+        from .serialization import decode_record
+        arr = decode_record(bytes(state['handle']))
+        self._tensor, self._ctx, self.writable, self._grad = arr._tensor, arr._ctx, True, None
+
+
+def _negative_steps_to_arrays(index, shape):
+    """Replace negative-step slices by index tensors (torch has no negative strides)."""
+    out, dim = [], 0
+    for k in index:
+        if isinstance(k, slice) and k.step is not None and k.step < 0:
+            out.append(torch.tensor(range(shape[dim])[k], dtype=torch.long))
+        else:
+            out.append(k)
+        if k is not None:
+            dim += 1
+    return tuple(out)
+
+
+def _wrap(tensor, ctx):
+    arr = NDArray.__new__(NDArray)
+    arr._tensor = tensor
+    arr._ctx = ctx
+    arr.writable = True
+    arr._grad = None
+    return arr
+
+
+# ---------------------------------------------------------------------------------------------
+# Running an operator imperatively
+# ---------------------------------------------------------------------------------------------
+def invoke(op, inputs, out=None, ctx=None, train=None, **params):
+    """Run operator `op` (a name or OpDef) on NDArrays; params are Python values.
+
+    Returns an NDArray for one visible output, else a list. With `out`, results are copied into
+    the given array(s) and those are returned.
+    """
+    if isinstance(op, str):
+        op = get_op(op)
+    p = params if isinstance(params, Params) and params else op.parse_params(params)
+    return invoke_parsed(op, p, inputs, out=out, ctx=ctx, train=train)
+
+
+def invoke_parsed(op, p, inputs, out=None, ctx=None, train=None):
+    tensors = [x._tensor for x in inputs]
+    if ctx is None:
+        ctx = inputs[0]._ctx if inputs else current_context()
+    if train is None:
+        from .. import autograd
+        train = autograd.is_training()
+    kwargs = {}
+    if op.mode_dependent:
+        kwargs['train'] = train
+    if op.needs_device:
+        kwargs['device'] = ctx.torch_device
+    with torch.set_grad_enabled(_recording()):
+        result = op.forward(p, *tensors, **kwargs)
+    results = result if isinstance(result, tuple) else (result,)
+    if train and op.update_aux is not None:
+        n_args = len(op.arg_names(p))
+        aux = tensors[n_args:]
+        with torch.no_grad():
+            for dst, new in zip(aux, op.update_aux(p, aux, results)):
+                dst.copy_(new)
+    visible = results[:op.num_visible_outputs(p)]
+    if out is not None:
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        with torch.no_grad():
+            for o, r in zip(outs, visible):
+                o._tensor.copy_(r)
+        return out
+    wrapped = [_wrap(r, ctx) for r in visible]
+    return wrapped[0] if len(wrapped) == 1 else wrapped
+
+
+def _recording():
+    from .. import autograd
+    return autograd.is_recording()
+
+
+# ---------------------------------------------------------------------------------------------
+# Creation
+# ---------------------------------------------------------------------------------------------
+def _shape_tuple(shape):
+    if isinstance(shape, integer_types):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+def _device(ctx):
+    return (ctx or current_context()).torch_device
+
+
+def array(source_array, ctx=None, dtype=None):
+    """A new NDArray holding a copy of `source_array`.
+
+    NumPy arrays, lists and scalars become float32 unless `dtype` is given; an NDArray or a
+    torch.Tensor keeps its dtype.
+    """
+    ctx = ctx or current_context()
+    if isinstance(source_array, NDArray):
+        t = source_array._tensor.detach()
+        dt = torch_dtype(dtype) if dtype is not None else t.dtype
+        return _wrap(t.to(ctx.torch_device, dt, copy=True), ctx)
+    if isinstance(source_array, torch.Tensor):
+        dt = torch_dtype(dtype) if dtype is not None else source_array.dtype
+        return _wrap(source_array.detach().to(ctx.torch_device, dt, copy=True), ctx)
+    dt = np_dtype(dtype) if dtype is not None else default_dtype
+    try:
+        a = np.array(source_array, dtype=dt)
+    except (TypeError, ValueError) as err:
+        raise TypeError('source_array must be array like object: %s' % err) from None
+    if a.ndim == 0:
+        a = a.reshape(1)
+    return _wrap(torch.from_numpy(a).to(ctx.torch_device), ctx)
+
+
+def from_numpy(ndarray, zero_copy=True):
+    """Wrap a NumPy array (sharing memory when zero_copy and it is C-contiguous)."""
+    t = torch.from_numpy(ndarray if zero_copy else ndarray.copy())
+    return _wrap(t, Context('cpu', 0))
+
+
+def from_torch(tensor, ctx=None):
+    """Wrap a torch.Tensor without copying (mxtorch extension)."""
+    return _wrap(tensor, ctx or _ctx_of_tensor(tensor))
+
+
+def empty(shape, ctx=None, dtype=None):
+    ctx = ctx or current_context()
+    return _wrap(torch.empty(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),
+                             device=ctx.torch_device), ctx)
+
+
+def zeros(shape, ctx=None, dtype=None, **kwargs):
+    ctx = ctx or current_context()
+    return _wrap(torch.zeros(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),
+                             device=ctx.torch_device), ctx)
+
+
+def ones(shape, ctx=None, dtype=None, **kwargs):
+    ctx = ctx or current_context()
+    return _wrap(torch.ones(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),
+                            device=ctx.torch_device), ctx)
+
+
+def full(shape, val, ctx=None, dtype=None, out=None):
+    ctx = ctx or current_context()
+    t = torch.full(_shape_tuple(shape), val, dtype=torch_dtype(dtype or default_dtype),
+                   device=ctx.torch_device)
+    if out is not None:
+        out._tensor.copy_(t)
+        return out
+    return _wrap(t, ctx)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, ctx=None, dtype=None):
+    """Evenly spaced values in [start, stop), each repeated `repeat` times."""
+    ctx = ctx or current_context()
+    if stop is None:
+        start, stop = 0, start
+    values = np.arange(start, stop, step, dtype=np.float64)
+    if repeat != 1:
+        values = np.repeat(values, int(repeat))
+    return array(values, ctx=ctx, dtype=dtype or default_dtype)
+
+
+def concatenate(arrays, axis=0, always_copy=True):
+    if not arrays:
+        raise ValueError('concatenate needs at least one array')
+    if not always_copy and len(arrays) == 1:
+        return arrays[0]
+    return _wrap(torch.cat([a._tensor for a in arrays], dim=axis), arrays[0]._ctx)
+
+
+def moveaxis(tensor, source, destination):
+    return _wrap(torch.movedim(tensor._tensor, source, destination).contiguous(), tensor._ctx)
+
+
+def waitall():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def onehot_encode(indices, out):
+    """Write one-hot rows of `indices` into `out` (legacy helper)."""
+    with torch.no_grad():
+        out._tensor.zero_()
+        out._tensor.scatter_(1, indices._tensor.long().reshape(-1, 1), 1)
+    return out

@@ -1,0 +1,46 @@
+"""mx.nd.random: sampling functions (torch's generator; seed with mx.random.seed)."""
+from ..ops.registry import get_op
+from .ndarray import NDArray, invoke_parsed
+
+
+def _sample(op_name, ctx, out, **params):
+    op = get_op(op_name)
+    p = op.parse_params({k: v for k, v in params.items() if v is not None})
+    return invoke_parsed(op, p, [], out=out, ctx=ctx)
+
+
+def _shape_of(shape, out):
+    if shape is None and out is not None:
+        return out.shape
+    return shape if shape is not None else (1,)
+
+
+def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    return _sample('_random_uniform', ctx, out, low=low, high=high, shape=_shape_of(shape, out),
+                   dtype=dtype)
+
+
+def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    return _sample('_random_normal', ctx, out, loc=loc, scale=scale, shape=_shape_of(shape, out),
+                   dtype=dtype)
+
+
+def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    return _sample('_random_randint', ctx, out, low=low, high=high, shape=_shape_of(shape, out),
+                   dtype=dtype)
+
+
+def multinomial(data, shape=(), get_prob=False, out=None, dtype='int32', **kwargs):
+    op = get_op('_sample_multinomial')
+    p = op.parse_params({'shape': shape, 'get_prob': get_prob, 'dtype': dtype})
+    return invoke_parsed(op, p, [data], out=out)
+
+
+def shuffle(data, **kwargs):
+    op = get_op('_shuffle')
+    return invoke_parsed(op, op.parse_params({}), [data])
+
+
+def seed(seed_state, ctx='all'):
+    from ..random import seed as _seed
+    _seed(seed_state, ctx)

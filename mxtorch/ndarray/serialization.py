@@ -1,0 +1,269 @@
+"""MXNet's NDArray list file (`mx.nd.save` / `mx.nd.load`, `.params` checkpoints).
+
+Layout (little-endian): u64 0x112, u64 0, u64 N, N array records, u64 K (0 or N), K names
+(u64 length + UTF-8 bytes). Record versions read: V2 (0xF993FAC9, what MXNet 1.x writes), V3
+(0xF993FACA, numpy-shape semantics), V1 (0xF993FAC8) and the pre-V1 form; sparse records are
+densified. Every size taken from the file is checked against the bytes present before use.
+"""
+import os
+import struct
+import tempfile
+
+import numpy as np
+import torch
+
+from ..base import MXNetError, CODE_DTYPES, DTYPE_CODES, np_dtype, bfloat16
+from ..context import Context
+
+LIST_MAGIC = 0x112
+V1_MAGIC, V2_MAGIC, V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
+MAX_NDIM = 32
+
+
+def _invalid(detail):
+    return MXNetError('Invalid NDArray file format: %s' % detail)
+
+
+class _Reader:
+    def __init__(self, buf):
+        self.buf = memoryview(buf)
+        self.pos = 0
+
+    def remaining(self):
+        return len(self.buf) - self.pos
+
+    def take(self, n, what):
+        if n < 0 or n > self.remaining():
+            raise _invalid('%s needs %d bytes at offset %d, only %d left'
+                           % (what, n, self.pos, self.remaining()))
+        chunk = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def unpack(self, fmt, what):
+        size = struct.calcsize(fmt)
+        return struct.unpack(fmt, self.take(size, what))
+
+    def u32(self, what):
+        return self.unpack('<I', what)[0]
+
+    def i32(self, what):
+        return self.unpack('<i', what)[0]
+
+    def u64(self, what):
+        return self.unpack('<Q', what)[0]
+
+    def shape(self, what, dim_fmt='<q'):
+        ndim = self.i32(what + ' ndim')
+        if ndim < 0 and ndim != -1:
+            raise _invalid('%s has ndim %d' % (what, ndim))
+        if ndim > MAX_NDIM:
+            raise _invalid('%s has ndim %d (at most %d)' % (what, ndim, MAX_NDIM))
+        if ndim <= 0:
+            return ndim, ()
+        size = struct.calcsize(dim_fmt)
+        dims = struct.unpack('<%d%s' % (ndim, dim_fmt[-1]), self.take(ndim * size, what + ' dims'))
+        if any(d < 0 for d in dims):
+            raise _invalid('%s has negative dims %s' % (what, dims))
+        return ndim, tuple(dims)
+
+
+def _dtype_of(flag):
+    if flag not in CODE_DTYPES:
+        raise _invalid('unknown dtype flag %d' % flag)
+    return CODE_DTYPES[flag]
+
+
+def _read_dense(reader, shape, dtype, what):
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    itemsize = 2 if dtype == bfloat16 else dtype.itemsize
+    raw = reader.take(count * itemsize, what + ' data')
+    if dtype == bfloat16:
+        t = torch.frombuffer(bytearray(raw), dtype=torch.int16).view(torch.bfloat16)
+        return t.reshape(shape)
+    arr = np.frombuffer(raw, dtype=dtype.newbyteorder('<'), count=count).astype(dtype, copy=True)
+    return torch.from_numpy(arr.reshape(shape))
+
+
+def _read_record(reader, what):
+    """One array record -> torch tensor on CPU (None for an empty 'none' record)."""
+    magic = reader.u32(what + ' magic')
+    if magic in (V2_MAGIC, V3_MAGIC):
+        stype = reader.i32(what + ' storage type')
+        if stype not in (0, 1, 2):
+            raise _invalid('%s has storage type %d' % (what, stype))
+        storage_shape = reader.shape(what + ' storage shape')[1] if stype != 0 else None
+        ndim, shape = reader.shape(what + ' shape')
+        if ndim == 0 and magic == V2_MAGIC:
+            return None
+        if ndim < 0:
+            raise _invalid('%s has unknown shape' % what)
+    elif magic == V1_MAGIC:
+        stype, storage_shape = 0, None
+        ndim, shape = reader.shape(what + ' shape')
+        if ndim == 0:
+            return None
+    else:   # pre-V1: the word read is ndim, dims are u32
+        ndim = magic
+        if ndim > MAX_NDIM:
+            raise _invalid('%s starts with 0x%x, not a known record' % (what, magic))
+        stype, storage_shape = 0, None
+        shape = tuple(reader.unpack('<%dI' % ndim, what + ' dims')) if ndim else ()
+        if ndim == 0:
+            return None
+    reader.i32(what + ' device type')
+    reader.i32(what + ' device id')
+    dtype = _dtype_of(reader.i32(what + ' dtype'))
+    if stype == 0:
+        return _read_dense(reader, shape, dtype, what)
+    # sparse: aux descriptors, values, aux arrays; densified on load
+    n_aux = 1 if stype == 1 else 2
+    aux_desc = []
+    for k in range(n_aux):
+        aux_dtype = _dtype_of(reader.i32(what + ' aux dtype'))
+        aux_desc.append((aux_dtype, reader.shape(what + ' aux shape')[1]))
+    values = _read_dense(reader, storage_shape, dtype, what)
+    aux = [_read_dense(reader, s, d, what + ' aux') for d, s in aux_desc]
+    dense = torch.zeros(shape, dtype=values.dtype)
+    if stype == 1:
+        rows = aux[0].long()
+        if len(rows) and (rows.min() < 0 or rows.max() >= shape[0]):
+            raise _invalid('%s has row indices out of range' % what)
+        dense[rows] = values
+    else:
+        if len(shape) != 2:
+            raise _invalid('%s is csr but not 2-D' % what)
+        indptr, cols = aux[0].long(), aux[1].long()
+        if len(indptr) != shape[0] + 1:
+            raise _invalid('%s has a bad csr indptr' % what)
+        for r in range(shape[0]):
+            lo, hi = int(indptr[r]), int(indptr[r + 1])
+            if not 0 <= lo <= hi <= len(cols):
+                raise _invalid('%s has a bad csr indptr' % what)
+            dense[r, cols[lo:hi]] = values[lo:hi]
+    return dense
+
+
+def _wrap_cpu(tensor):
+    from .ndarray import _wrap
+    return _wrap(tensor, Context('cpu', 0))
+
+
+def load_frombuffer(buf):
+    """Parse an NDArray list file held in memory: a list, or a dict when names are stored."""
+    if not isinstance(buf, (bytes, bytearray, memoryview)):
+        raise TypeError('buf must be bytes, got %s' % type(buf).__name__)
+    reader = _Reader(buf)
+    magic = reader.u64('header')
+    if magic != LIST_MAGIC:
+        raise _invalid('header magic is 0x%x, expected 0x112' % magic)
+    reader.u64('reserved word')
+    count = reader.u64('array count')
+    if count > reader.remaining() // 4:        # every record takes at least 4 bytes
+        raise _invalid('file claims %d arrays but holds only %d bytes' % (count, reader.remaining()))
+    tensors = [_read_record(reader, 'array %d' % i) for i in range(count)]
+    n_names = reader.u64('name count')
+    if n_names not in (0, count):
+        raise _invalid('%d names for %d arrays' % (n_names, count))
+    names = []
+    for i in range(n_names):
+        length = reader.u64('name %d length' % i)
+        names.append(bytes(reader.take(length, 'name %d' % i)).decode('utf-8'))
+    arrays = [_wrap_cpu(t) if t is not None else None for t in tensors]
+    if n_names == 0:
+        return arrays
+    return dict(zip(names, arrays))
+
+
+def load(fname):
+    """Load arrays written by `mx.nd.save` (or MXNet's own): a list, or a dict of name -> array."""
+    if not isinstance(fname, (str, os.PathLike)):
+        raise TypeError('fname required to be a string, got %s' % type(fname).__name__)
+    with open(fname, 'rb') as f:
+        data = f.read()
+    try:
+        return load_frombuffer(data)
+    except MXNetError as err:
+        raise MXNetError('%s (file %s)' % (err, fname)) from None
+
+
+# ---------------------------------------------------------------------------------------------
+def encode_record(arr):
+    """One V2 record for a dense array (what `NDArray.__getstate__` and `save` write)."""
+    from .ndarray import NDArray
+    if not isinstance(arr, NDArray):
+        raise TypeError('only NDArray can be saved, got %s' % type(arr).__name__)
+    t = arr._tensor.detach()
+    dtype = np_dtype(t.dtype)
+    shape = tuple(t.shape)
+    if len(shape) == 0:
+        shape, t = (1,), t.reshape(1)
+    head = struct.pack('<Iii', V2_MAGIC, 0, len(shape)) + struct.pack('<%dq' % len(shape), *shape)
+    ctx = arr.context
+    dev_type = 2 if ctx.device_typeid == 2 else 1
+    head += struct.pack('<iii', dev_type, ctx.device_id, DTYPE_CODES[dtype])
+    t = t.cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        data = t.view(torch.int16).numpy().tobytes()
+    else:
+        data = t.numpy().astype(dtype.newbyteorder('<'), copy=False).tobytes()
+    return head + data
+
+
+def decode_record(buf):
+    tensor = _read_record(_Reader(buf), 'array')
+    if tensor is None:
+        raise MXNetError('the record holds no array')
+    return _wrap_cpu(tensor)
+
+
+def save_tobuffer(data):
+    from .ndarray import NDArray
+    if isinstance(data, NDArray):
+        data = [data]
+    if isinstance(data, dict):
+        names = list(data)
+        arrays = [data[k] for k in names]
+        if not all(isinstance(k, str) for k in names):
+            raise TypeError('save only accepts dict str->NDArray')
+    elif isinstance(data, (list, tuple)):
+        names, arrays = [], list(data)
+    else:
+        raise ValueError('data needs to either be a NDArray, dict of str, NDArray pairs '
+                         'or a list of NDarrays, got %s' % type(data).__name__)
+    if not all(isinstance(a, NDArray) for a in arrays):
+        raise TypeError('save only accepts NDArray values, got %s'
+                        % sorted({type(a).__name__ for a in arrays}))
+    parts = [struct.pack('<QQQ', LIST_MAGIC, 0, len(arrays))]
+    parts += [encode_record(a) for a in arrays]
+    parts.append(struct.pack('<Q', len(names)))
+    for name in names:
+        raw = name.encode('utf-8')
+        parts.append(struct.pack('<Q', len(raw)) + raw)
+    return b''.join(parts)
+
+
+def atomic_write(fname, payload):
+    """Write bytes so that a crash mid-write never leaves a truncated `fname` behind."""
+    fname = os.fspath(fname)
+    folder = os.path.dirname(os.path.abspath(fname))
+    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(fname) + '.', dir=folder)
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, fname)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def save(fname, data):
+    """Save an NDArray, a list of NDArrays or a dict str -> NDArray in MXNet's format."""
+    if not isinstance(fname, (str, os.PathLike)):
+        raise TypeError('fname required to be a string, got %s' % type(fname).__name__)
+    atomic_write(fname, save_tobuffer(data))

@@ -1,0 +1,248 @@
+"""Element-wise operators: binary (same-shape and broadcasting), scalar and unary math.
+
+All of them keep the input dtype: comparisons give 1/0 of that dtype, a scalar is cast to the
+array's dtype before use (int32 * 0.5 -> 0), integer division truncates.
+"""
+import math
+
+import torch
+
+from ..base import MXNetError
+from .params import Bool, Float, Int
+from .registry import OpDef, register
+from .shapes import same_shape, check, merge
+
+
+def _check_same_dtype(name, x, y):
+    if x.dtype != y.dtype:
+        raise MXNetError('%s: both operands must have one dtype, got %s and %s'
+                         % (name, x.dtype, y.dtype))
+
+
+def _div(x, y):
+    if x.dtype.is_floating_point:
+        return torch.div(x, y)
+    return torch.div(x, y, rounding_mode='trunc')
+
+
+def _logical(fn):
+    return lambda x, y: fn(x != 0, y != 0)
+
+
+# name: (torch function, its result needs a cast back to the input dtype)
+_BINARY = {
+    'add': (torch.add, False), 'sub': (torch.sub, False), 'mul': (torch.mul, False),
+    'div': (_div, False), 'mod': (torch.remainder, False), 'power': (torch.pow, False),
+    'maximum': (torch.maximum, False), 'minimum': (torch.minimum, False),
+    'hypot': (torch.hypot, False),
+    'equal': (torch.eq, True), 'not_equal': (torch.ne, True), 'greater': (torch.gt, True),
+    'greater_equal': (torch.ge, True), 'lesser': (torch.lt, True), 'lesser_equal': (torch.le, True),
+    'logical_and': (_logical(torch.logical_and), True), 'logical_or': (_logical(torch.logical_or), True),
+    'logical_xor': (_logical(torch.logical_xor), True),
+}
+
+
+def _binary_forward(kind, name):
+    fn, cast = _BINARY[kind]
+
+    def forward(p, lhs, rhs):
+        _check_same_dtype(name, lhs, rhs)
+        out = fn(lhs, rhs)
+        return out.to(lhs.dtype) if cast else out
+    forward.__name__ = name
+    forward.__doc__ = 'Element-wise %s of lhs and rhs.' % kind
+    return forward
+
+
+def _broadcast_shape(p, ins, outs):
+    lhs, rhs = ins
+    if lhs is None or rhs is None or not all(lhs) or not all(rhs):
+        return ins, outs
+    n = max(len(lhs), len(rhs))
+    a = (1,) * (n - len(lhs)) + tuple(lhs)
+    b = (1,) * (n - len(rhs)) + tuple(rhs)
+    out = []
+    for x, y in zip(a, b):
+        check(x == y or x == 1 or y == 1, 'operands could not be broadcast together with '
+              'shapes %s %s', lhs, rhs)
+        out.append(max(x, y))
+    return ins, [merge(outs[0], tuple(out))]
+
+
+# elemwise name, its aliases, broadcast name, its aliases, kind
+_BINARY_OPS = [
+    ('elemwise_add', ('_Plus', '_add', '_plus'), 'broadcast_add', ('broadcast_plus',), 'add'),
+    ('elemwise_sub', ('_Minus', '_minus', '_sub'), 'broadcast_sub', ('broadcast_minus',), 'sub'),
+    ('elemwise_mul', ('_Mul', '_mul'), 'broadcast_mul', (), 'mul'),
+    ('elemwise_div', ('_Div', '_div'), 'broadcast_div', (), 'div'),
+    ('_mod', ('_Mod',), 'broadcast_mod', (), 'mod'),
+    ('_power', ('_Power',), 'broadcast_power', (), 'power'),
+    ('_maximum', ('_Maximum',), 'broadcast_maximum', (), 'maximum'),
+    ('_minimum', ('_Minimum',), 'broadcast_minimum', (), 'minimum'),
+    ('_hypot', ('_Hypot',), 'broadcast_hypot', (), 'hypot'),
+    ('_equal', ('_Equal',), 'broadcast_equal', (), 'equal'),
+    ('_not_equal', ('_Not_Equal',), 'broadcast_not_equal', (), 'not_equal'),
+    ('_greater', ('_Greater',), 'broadcast_greater', (), 'greater'),
+    ('_greater_equal', ('_Greater_Equal',), 'broadcast_greater_equal', (), 'greater_equal'),
+    ('_lesser', ('_Lesser',), 'broadcast_lesser', (), 'lesser'),
+    ('_lesser_equal', ('_Lesser_Equal',), 'broadcast_lesser_equal', (), 'lesser_equal'),
+    ('_logical_and', ('_Logical_And',), 'broadcast_logical_and', (), 'logical_and'),
+    ('_logical_or', ('_Logical_Or',), 'broadcast_logical_or', (), 'logical_or'),
+    ('_logical_xor', ('_Logical_Xor',), 'broadcast_logical_xor', (), 'logical_xor'),
+]
+
+for _ew, _ew_alias, _bc, _bc_alias, _kind in _BINARY_OPS:
+    register(OpDef(_ew, _binary_forward(_kind, _ew), inputs=('lhs', 'rhs'),
+                   infer_shape=same_shape, aliases=_ew_alias))
+    register(OpDef(_bc, _binary_forward(_kind, _bc), inputs=('lhs', 'rhs'),
+                   infer_shape=_broadcast_shape, aliases=_bc_alias))
+
+
+def _add_n(p, *args):
+    """Sum of any number of same-shape arrays."""
+    out = args[0]
+    for a in args[1:]:
+        out = out + a
+    return out
+
+
+register(OpDef('add_n', _add_n, params={'num_args': Int()}, variadic='num_args',
+               infer_shape=same_shape, aliases=('ElementWiseSum',)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Scalar operators: `scalar` is cast to the array's dtype first.
+# ---------------------------------------------------------------------------------------------
+def cast_scalar(x, scalar):
+    """The scalar as the array's dtype sees it (MXNet casts before computing)."""
+    if x.dtype.is_floating_point:
+        return scalar
+    if x.dtype == torch.bool:
+        return bool(scalar)
+    return int(scalar)       # C cast: truncation toward zero
+
+
+def _reverse(fn):
+    return lambda x, s: fn(torch.full_like(x, s), x)
+
+
+_SCALAR_FUNCS = {
+    'plus': lambda x, s: x + s, 'minus': lambda x, s: x - s, 'rminus': lambda x, s: s - x,
+    'mul': lambda x, s: x * s, 'div': lambda x, s: _div(x, s), 'rdiv': _reverse(_div),
+    'mod': torch.remainder, 'rmod': _reverse(torch.remainder),
+    'power': torch.pow, 'rpower': lambda x, s: torch.pow(s, x),
+    'maximum': lambda x, s: torch.clamp(x, min=s), 'minimum': lambda x, s: torch.clamp(x, max=s),
+    'hypot': lambda x, s: torch.hypot(x, torch.full_like(x, s)),
+}
+_SCALAR_CMP = {
+    'equal': torch.eq, 'not_equal': torch.ne, 'greater': torch.gt, 'greater_equal': torch.ge,
+    'lesser': torch.lt, 'lesser_equal': torch.le,
+    'logical_and': lambda x, s: torch.logical_and(x != 0, bool(s)),
+    'logical_or': lambda x, s: torch.logical_or(x != 0, bool(s)),
+    'logical_xor': lambda x, s: torch.logical_xor(x != 0, torch.tensor(bool(s))),
+}
+
+
+def _scalar_forward(name, fn, cast):
+    def forward(p, data):
+        out = fn(data, cast_scalar(data, p.scalar))
+        return out.to(data.dtype) if cast or out.dtype != data.dtype else out
+    forward.__name__ = name
+    return forward
+
+
+def _camel(kind):
+    return ''.join(part.capitalize() for part in kind.split('_'))
+
+
+_SCALAR_ALIAS = {'rminus': '_RMinusScalar', 'rdiv': '_RDivScalar', 'rmod': '_RModScalar',
+                 'rpower': '_RPowerScalar'}
+
+for _kind, _fn in list(_SCALAR_FUNCS.items()) + list(_SCALAR_CMP.items()):
+    _name = '_%s_scalar' % _kind
+    _alias = _SCALAR_ALIAS.get(_kind, '_%sScalar' % _camel(_kind))
+    register(OpDef(_name, _scalar_forward(_name, _fn, _kind in _SCALAR_CMP),
+                   params={'scalar': Float(1.0), 'is_int': Bool(True)},
+                   infer_shape=same_shape, aliases=(_alias,)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Unary math. Results keep the input dtype.
+# ---------------------------------------------------------------------------------------------
+def _round_half_away(x):
+    return torch.sign(x) * torch.floor(torch.abs(x) + 0.5)
+
+
+def _rint(x):
+    f = torch.floor(x)
+    return torch.where(x - f <= 0.5, f, torch.ceil(x))
+
+
+_UNARY = {
+    'abs': torch.abs, 'sign': torch.sign, 'round': _round_half_away, 'rint': _rint,
+    'ceil': torch.ceil, 'floor': torch.floor, 'trunc': torch.trunc, 'fix': torch.trunc,
+    'square': torch.square, 'sqrt': torch.sqrt, 'rsqrt': torch.rsqrt,
+    'cbrt': lambda x: torch.sign(x) * torch.abs(x).pow(1.0 / 3),
+    'rcbrt': lambda x: 1.0 / (torch.sign(x) * torch.abs(x).pow(1.0 / 3)),
+    'exp': torch.exp, 'expm1': torch.expm1, 'log': torch.log, 'log10': torch.log10,
+    'log2': torch.log2, 'log1p': torch.log1p, 'sin': torch.sin, 'cos': torch.cos,
+    'tan': torch.tan, 'arcsin': torch.asin, 'arccos': torch.acos, 'arctan': torch.atan,
+    'sinh': torch.sinh, 'cosh': torch.cosh, 'tanh': torch.tanh, 'arcsinh': torch.asinh,
+    'arccosh': torch.acosh, 'arctanh': torch.atanh,
+    'degrees': lambda x: x * (180.0 / math.pi), 'radians': lambda x: x * (math.pi / 180.0),
+    'relu': torch.relu, 'sigmoid': torch.sigmoid, 'softsign': lambda x: x / (1 + torch.abs(x)),
+    'reciprocal': torch.reciprocal, 'negative': torch.neg, 'erf': torch.erf,
+    'erfinv': torch.erfinv, 'gamma': lambda x: torch.exp(torch.lgamma(x)) * _gamma_sign(x),
+    'gammaln': torch.lgamma, 'logical_not': lambda x: (x == 0),
+    'zeros_like': lambda x: torch.zeros_like(x).detach(),
+    'ones_like': lambda x: torch.ones_like(x).detach(),
+}
+
+
+def _gamma_sign(x):
+    # Gamma is negative on (-2k-1, -2k) for k >= 0
+    neg = (x < 0) & (torch.remainder(torch.floor(x), 2) != 0)
+    return torch.where(neg, -torch.ones_like(x), torch.ones_like(x))
+
+
+def _unary_forward(name, fn):
+    def forward(p, data):
+        out = fn(data)
+        return out if out.dtype == data.dtype else out.to(data.dtype)
+    forward.__name__ = name
+    return forward
+
+
+for _name, _fn in _UNARY.items():
+    register(OpDef(_name, _unary_forward(_name, _fn), infer_shape=same_shape))
+
+
+def _identity(p, data):
+    return data.clone()
+
+
+register(OpDef('_copy', _identity, infer_shape=same_shape, aliases=('identity',)))
+
+
+def _hard_sigmoid(p, data):
+    return torch.clamp(data * p.alpha + p.beta, 0, 1)
+
+
+register(OpDef('hard_sigmoid', _hard_sigmoid, params={'alpha': Float(0.2), 'beta': Float(0.5)},
+               infer_shape=same_shape))
+
+
+def _clip(p, data):
+    return torch.clamp(data, p.a_min, p.a_max)
+
+
+register(OpDef('clip', _clip, params={'a_min': Float(), 'a_max': Float()}, infer_shape=same_shape))
+
+
+def _smooth_l1(p, data):
+    sigma2 = p.scalar * p.scalar
+    absx = torch.abs(data)
+    return torch.where(absx < 1.0 / sigma2, 0.5 * sigma2 * data * data, absx - 0.5 / sigma2)
+
+
+register(OpDef('smooth_l1', _smooth_l1, params={'scalar': Float(1.0)}, infer_shape=same_shape))

@@ -1,0 +1,232 @@
+"""Typed operator parameters.
+
+MXNet stores every operator parameter as a string (what `str(value)` gave, or what a JSON file
+holds). Each operator declares a schema of `Param`s; `Param.parse` turns either the string or the
+original Python value into a typed value, once, with an error that names the operator, the key,
+what was expected and what was given.
+"""
+import ast
+
+import numpy as np
+
+from ..base import MXNetError, dtype_name
+
+REQUIRED = object()   # default of a parameter that must be given
+
+
+class Params(dict):
+    """Parsed parameters of one operator instance; read them as attributes (`p.num_hidden`)."""
+    __slots__ = ()
+
+    def __getattr__(self, key):
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def __hash__(self):
+        return hash(tuple(sorted((k, _hashable(v)) for k, v in self.items())))
+
+
+def _hashable(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+class Param:
+    """One parameter: its kind, default and (for enums) allowed values."""
+    kind = 'param'
+
+    def __init__(self, default=REQUIRED, optional=False, doc=''):
+        self.default = default
+        self.optional = optional or default is None
+        self.doc = doc
+
+    @property
+    def required(self):
+        return self.default is REQUIRED
+
+    def parse(self, value):
+        """Typed value of `value` (a string from attrs, or a Python value)."""
+        if value is None or (isinstance(value, str) and value.strip() == 'None'):
+            if self.optional:
+                return None
+            raise ValueError('None is not allowed')
+        return self._parse(value)
+
+    def _parse(self, value):
+        raise NotImplementedError
+
+    def describe(self):
+        d = '' if self.required else ', default=%s' % (self.default,)
+        return '%s%s%s' % (self.kind, ', optional' if self.optional else '', d)
+
+
+def _as_literal(text):
+    text = text.strip()
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise ValueError('cannot parse %r' % text) from None
+
+
+class Int(Param):
+    kind = 'int'
+
+    def _parse(self, value):
+        if isinstance(value, (bool, np.bool_)):
+            return int(value)
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+        if isinstance(value, str):
+            text = value.strip()
+            if text.lstrip('+-').isdigit():
+                return int(text)
+        raise ValueError('expected an integer')
+
+
+class Float(Param):
+    kind = 'float'
+
+    def _parse(self, value):
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                return float(text)
+            except ValueError:
+                raise ValueError('expected a number') from None
+        if isinstance(value, (int, float, np.number, np.bool_)):
+            return float(value)
+        raise ValueError('expected a number')
+
+
+class Bool(Param):
+    kind = 'boolean'
+    _TEXT = {'true': True, 'false': False, '1': True, '0': False}
+
+    def _parse(self, value):
+        if isinstance(value, (bool, np.bool_, int, np.integer)):
+            if value not in (0, 1):
+                raise ValueError('expected a boolean')
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in self._TEXT:
+            return self._TEXT[value.strip().lower()]
+        raise ValueError('expected a boolean')
+
+
+class Shape(Param):
+    """A tuple of ints: "(3, 3)", "[3,3]", "(3,)", a bare "3", or a Python tuple/list/int.
+
+    allow_none: entries may be None (slice begin/end).
+    """
+    kind = 'Shape(tuple)'
+
+    def __init__(self, default=REQUIRED, optional=False, allow_none=False, doc=''):
+        super().__init__(default, optional, doc)
+        self.allow_none = allow_none
+
+    def _parse(self, value):
+        if isinstance(value, str):
+            value = _as_literal(value) if value.strip() else ()
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            value = (value,)
+        if not isinstance(value, (tuple, list)):
+            raise ValueError('expected a shape tuple')
+        out = []
+        for v in value:
+            if v is None and self.allow_none:
+                out.append(None)
+            elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+                out.append(int(v))
+            else:
+                raise ValueError('expected a shape tuple of integers')
+        return tuple(out)
+
+
+class Enum(Param):
+    kind = 'enum'
+
+    def __init__(self, choices, default=REQUIRED, optional=False, doc=''):
+        super().__init__(default, optional, doc)
+        self.choices = tuple(choices)
+
+    def _parse(self, value):
+        text = value if isinstance(value, str) else str(value)
+        text = text.strip()
+        if text not in self.choices:
+            raise ValueError('valid values are {%s}' % ', '.join(repr(c) for c in self.choices))
+        return text
+
+    def describe(self):
+        return '{%s}%s' % (', '.join(self.choices), super().describe()[len(self.kind):])
+
+
+class DType(Enum):
+    """A dtype name; NumPy types and dtypes are normalised to their names ('float16')."""
+    kind = 'dtype'
+    ALL = ('bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8')
+
+    def __init__(self, default=REQUIRED, optional=False, choices=ALL, doc=''):
+        super().__init__(choices, default, optional, doc)
+
+    def _parse(self, value):
+        if not isinstance(value, str):
+            try:
+                value = dtype_name(value)
+            except TypeError:
+                raise ValueError('expected a dtype') from None
+        return super()._parse(value)
+
+
+class Str(Param):
+    kind = 'string'
+
+    def _parse(self, value):
+        return str(value)
+
+
+# Keys every operator accepts and ignores (tuning hints of MXNet's kernels, quantisation ranges).
+IGNORED_KEYS = frozenset({'workspace', 'cudnn_tune', 'cudnn_off', 'min_calib_range',
+                          'max_calib_range', 'is_int'})
+
+
+def parse_params(op_name, schema, attrs):
+    """Parse an attrs dict (keys -> strings or Python values) against `schema`.
+
+    Attribute keys (`__x__`) and IGNORED_KEYS are skipped. Unknown keys, missing required
+    parameters and unparsable values raise MXNetError naming the operator and the key.
+    """
+    values = {}
+    for key, raw in attrs.items():
+        if key.startswith('__') and key.endswith('__'):
+            continue
+        param = schema.get(key)
+        if param is None:
+            if key in IGNORED_KEYS:
+                continue
+            raise MXNetError("Cannot find argument '%s' of operator %s, Possible Arguments: %s"
+                             % (key, op_name, ', '.join(sorted(schema)) or '(none)'))
+        try:
+            values[key] = param.parse(raw)
+        except ValueError as err:
+            raise MXNetError("Invalid parameter %s=%r of operator %s: expected %s; %s"
+                             % (key, raw, op_name, param.describe(), err)) from None
+    for key, param in schema.items():
+        if key not in values:
+            if param.required:
+                raise MXNetError('Required parameter %s (%s) of operator %s is not given'
+                                 % (key, param.kind, op_name))
+            values[key] = param.default
+    return Params(values)
+
+
+def format_attr_value(value):
+    """The string MXNet stores for a Python parameter value (str(), dtypes by name)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (type, np.dtype)) or (hasattr(value, 'is_floating_point')
+                                               and not hasattr(value, 'shape')):
+        try:
+            return dtype_name(value)
+        except TypeError:
+            pass
+    return str(value)

@@ -1,0 +1,92 @@
+"""Random sampling and creation operators (no array inputs; they need the target device)."""
+import torch
+
+from ..base import np_dtype, torch_dtype
+from .params import DType, Float, Int, Shape, Bool
+from .registry import OpDef, register
+from .shapes import same_shape
+
+_FLOATS = ('None', 'float16', 'float32', 'float64')
+
+
+def _out_dtype(p, default='float32'):
+    name = p.dtype if p.dtype not in (None, 'None') else default
+    return torch_dtype(name)
+
+
+def _shape(p):
+    return tuple(p.shape) if p.shape else (1,)
+
+
+def _uniform(p, device):
+    out = torch.empty(_shape(p), dtype=_out_dtype(p), device=device)
+    return out.uniform_(p.low, p.high)
+
+
+def _normal(p, device):
+    out = torch.empty(_shape(p), dtype=_out_dtype(p), device=device)
+    return out.normal_(p.loc, p.scale)
+
+
+def _randint(p, device):
+    return torch.randint(p.low, p.high, _shape(p), dtype=_out_dtype(p, 'int32'), device=device)
+
+
+def _created_shape(p, ins, outs):
+    return ins, [_shape(p)]
+
+
+def _created_type(name):
+    def rule(p, ins, outs):
+        return ins, [np_dtype(p.dtype if p.dtype not in (None, 'None') else name)]
+    return rule
+
+
+register(OpDef('_random_uniform', _uniform, inputs=(), needs_device=True,
+               params={'low': Float(0.0), 'high': Float(1.0), 'shape': Shape(None),
+                       'dtype': DType('None', choices=_FLOATS)},
+               infer_shape=_created_shape, infer_type=_created_type('float32'),
+               aliases=('random_uniform', 'uniform')))
+register(OpDef('_random_normal', _normal, inputs=(), needs_device=True,
+               params={'loc': Float(0.0), 'scale': Float(1.0), 'shape': Shape(None),
+                       'dtype': DType('None', choices=_FLOATS)},
+               infer_shape=_created_shape, infer_type=_created_type('float32'),
+               aliases=('random_normal', 'normal')))
+register(OpDef('_random_randint', _randint, inputs=(), needs_device=True,
+               params={'low': Int(), 'high': Int(), 'shape': Shape(None),
+                       'dtype': DType('None', choices=('None', 'int32', 'int64'))},
+               infer_shape=_created_shape, infer_type=_created_type('int32'),
+               aliases=('random_randint',)))
+
+
+def _multinomial(p, data):
+    """Draw `shape` samples per row of a probability distribution (last axis)."""
+    n = 1
+    for d in p.shape:
+        n *= d
+    probs = data.reshape(-1, data.shape[-1]).float()
+    draws = torch.multinomial(probs, max(n, 1), replacement=True)
+    out_shape = tuple(data.shape[:-1]) + tuple(p.shape)
+    idx = draws.reshape(out_shape if out_shape else (1,))
+    samples = idx.to(torch_dtype(p.dtype))
+    if not p.get_prob:
+        return samples
+    logp = torch.log(torch.gather(probs, 1, draws)).reshape(idx.shape).to(data.dtype)
+    return samples, logp
+
+
+register(OpDef('_sample_multinomial', _multinomial,
+               params={'shape': Shape(()), 'get_prob': Bool(False),
+                       'dtype': DType('int32', choices=('float16', 'float32', 'float64',
+                                                        'int32', 'uint8'))},
+               outputs=lambda p: ('output', 'prob') if p.get_prob else ('output',),
+               infer_type=lambda p, ins, outs: (ins, [np_dtype(p.dtype)] + ins[:1] * (len(outs) - 1)),
+               aliases=('sample_multinomial',)))
+
+
+def _shuffle(p, data):
+    """A copy of data with its first axis randomly permuted."""
+    return data[torch.randperm(data.shape[0], device=data.device)]
+
+
+register(OpDef('_shuffle', _shuffle, infer_shape=same_shape, aliases=('shuffle',)))

@@ -1,0 +1,162 @@
+"""The operator registry: one declarative `OpDef` per operator.
+
+An OpDef says everything the rest of mxtorch needs to know about an operator; Symbol, Executor,
+JSON and NDArray code are generic over it and never name a specific operator:
+
+* `params`: the schema (ops/params.py) that parses MXNet's string attributes.
+* `inputs(p)` / `aux(p)`: names of the array inputs and of the auxiliary states (inputs the
+  operator mutates, e.g. BatchNorm's moving statistics); a tuple or a function of the params.
+  `variadic='num_args'` makes the inputs `arg0..argN-1`.
+* `outputs(p)`: names of all outputs; only the first `visible_outputs(p)` are user-visible
+  (BatchNorm's mean/var and Dropout's mask are hidden).
+* `forward(p, *inputs)`: the computation in torch ops, returning a tensor or a tuple of all
+  outputs. `mode_dependent` ops also get `train=` (Dropout, BatchNorm), `needs_device` ops
+  (creation, random) get `device=`. The gradient is torch autograd's, unless the op says
+  otherwise through a torch.autograd.Function inside forward.
+* `infer_shape(p, in_shapes, out_shapes)` -> (in_shapes, out_shapes): may fill unknown input
+  shapes (weights from data). Shapes are tuples with 0 for an unknown dim, None when unknown.
+  Without a rule, output shapes come from running `forward` on meta tensors.
+* `infer_type(p, in_types, out_types)` -> (in_types, out_types); default: one dtype for all.
+* `head_grad`: 'required' (normal), 'ignored' (loss outputs supply their own gradient) or 'zero'
+  (BlockGrad: the output's gradient is identically zero).
+* `update_aux(p, aux, outputs)` -> new aux values after a training pass (BatchNorm's moving
+  averages); the executor commits them.
+* `init_hints`: {input name: initializer JSON} put on variables bound to those inputs.
+"""
+import functools
+
+from ..base import MXNetError
+from .params import parse_params
+
+_REGISTRY = {}        # every name and alias -> OpDef
+_CANONICAL = {}       # canonical name -> OpDef
+
+
+def _as_fn(value):
+    if callable(value):
+        return value
+    value = tuple(value)
+    return lambda p: value
+
+
+class OpDef:
+    def __init__(self, name, forward, params=None, inputs=('data',), aux=(), outputs=('output',),
+                 visible_outputs=None, variadic=None, mode_dependent=False, needs_device=False,
+                 infer_shape=None, infer_type=None, head_grad='required', update_aux=None,
+                 init_hints=None, aliases=(), doc=''):
+        self.name = name
+        self.forward = forward
+        self.params = dict(params or {})
+        self._inputs = _as_fn(inputs)
+        self._aux = _as_fn(aux)
+        self._outputs = _as_fn(outputs)
+        self._visible = visible_outputs
+        self.variadic = variadic
+        self.mode_dependent = mode_dependent
+        self.needs_device = needs_device
+        self.infer_shape = infer_shape
+        self.infer_type = infer_type
+        assert head_grad in ('required', 'ignored', 'zero')
+        self.head_grad = head_grad
+        self.update_aux = update_aux
+        self.init_hints = dict(init_hints or {})
+        self.aliases = tuple(aliases)
+        self.doc = doc or (forward.__doc__ or '')
+        self._param_cache = {}
+
+    def __repr__(self):
+        return '<OpDef %s>' % self.name
+
+    # ---- parameters --------------------------------------------------------------------------
+    def parse_params(self, attrs):
+        """Params of an attrs dict (strings or Python values). Cached for string attrs."""
+        try:
+            key = tuple(sorted(attrs.items()))
+            hash(key)
+        except TypeError:
+            return parse_params(self.name, self.params, attrs)
+        cached = self._param_cache.get(key)
+        if cached is None:
+            cached = parse_params(self.name, self.params, attrs)
+            if len(self._param_cache) < 4096:
+                self._param_cache[key] = cached
+        return cached
+
+    # ---- inputs and outputs ------------------------------------------------------------------
+    def arg_names(self, p):
+        """Names of the non-auxiliary inputs."""
+        if self.variadic:
+            return ['arg%d' % i for i in range(p[self.variadic])]
+        return list(self._inputs(p))
+
+    def aux_names(self, p):
+        return list(self._aux(p))
+
+    def input_names(self, p):
+        """All inputs in graph order: arguments first, then auxiliary states."""
+        return self.arg_names(p) + self.aux_names(p)
+
+    def output_names(self, p):
+        return list(self._outputs(p))
+
+    def num_outputs(self, p):
+        return len(self.output_names(p))
+
+    def num_visible_outputs(self, p):
+        if self._visible is None:
+            return self.num_outputs(p)
+        return self._visible(p) if callable(self._visible) else self._visible
+
+    def visible_output_names(self, p):
+        """Suffixes used by list_outputs: 'output' alone, else the declared names."""
+        names = self.output_names(p)[:self.num_visible_outputs(p)]
+        return names
+
+    # ---- execution ---------------------------------------------------------------------------
+    def bind_forward(self, p, train, device):
+        """The forward callable for fixed params, mode and device: fn(*tensors) -> outputs."""
+        kwargs = {}
+        if self.mode_dependent:
+            kwargs['train'] = train
+        if self.needs_device:
+            kwargs['device'] = device
+        return functools.partial(self.forward, p, **kwargs)
+
+
+def register(opdef):
+    if opdef.name in _CANONICAL:
+        raise MXNetError('operator %s registered twice' % opdef.name)
+    _CANONICAL[opdef.name] = opdef
+    for n in (opdef.name,) + opdef.aliases:
+        if n in _REGISTRY and _REGISTRY[n] is not opdef:
+            raise MXNetError('operator name %s registered twice' % n)
+        _REGISTRY[n] = opdef
+    return opdef
+
+
+def defop(name, **kwargs):
+    """Decorator form: `@defop('FullyConnected', params=..., inputs=...)` over the forward."""
+    def wrap(forward):
+        register(OpDef(name, forward, **kwargs))
+        return forward
+    return wrap
+
+
+def get_op(name):
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise MXNetError('Operator %s is not registered' % name) from None
+
+
+def find_op(name):
+    return _REGISTRY.get(name)
+
+
+def all_ops():
+    """{every name and alias: OpDef}."""
+    return dict(_REGISTRY)
+
+
+def canonical_ops():
+    return dict(_CANONICAL)

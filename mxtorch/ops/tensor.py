@@ -1,0 +1,148 @@
+"""Shape, layout and indexing operators."""
+import torch
+
+from ..base import MXNetError, np_dtype, torch_dtype
+from .params import Bool, DType, Shape
+from .registry import OpDef, register
+from .shapes import check, known, merge, prod, same_shape
+
+
+# ---------------------------------------------------------------------------------------------
+# Reshape
+# ---------------------------------------------------------------------------------------------
+def reshape_target(src, codes, reverse=False):
+    """The output shape of MXNet's Reshape for input shape `src` and special `codes`.
+
+    Codes: n > 0 -> n; 0 -> copy the input dim; -1 -> inferred (at most one); -2 -> copy all
+    remaining input dims; -3 -> product of the next two input dims; -4 a b -> split the next input
+    dim into a*b (one of a, b may be -1). reverse applies the codes right to left.
+    """
+    src = tuple(src)
+    codes = tuple(codes)
+    if reverse:
+        src, codes = src[::-1], codes[::-1]
+    out, infer_at, i, cur = [], -1, 0, 0
+
+    def take(what):
+        nonlocal cur
+        if cur >= len(src):
+            raise MXNetError('Reshape: code %s at position %d has no input dim left (input %s, '
+                             'shape %s)' % (what, i, src, codes))
+        cur += 1
+        return src[cur - 1]
+
+    while i < len(codes):
+        c = codes[i]
+        if c == 0:
+            out.append(take(0))
+        elif c == -1:
+            if infer_at >= 0:
+                raise MXNetError('Reshape: at most one -1 is allowed in shape %s' % (codes,))
+            infer_at = len(out)
+            out.append(1)
+            if cur < len(src):
+                cur += 1
+        elif c == -2:
+            out.extend(src[cur:])
+            cur = len(src)
+        elif c == -3:
+            d1 = take(-3)
+            d2 = take(-3)
+            out.append(d1 * d2)
+        elif c == -4:
+            if i + 2 >= len(codes):
+                raise MXNetError('Reshape: -4 must be followed by two dims in shape %s' % (codes,))
+            d0 = take(-4)
+            d1, d2 = codes[i + 1], codes[i + 2]
+            if d1 == -1 and d2 == -1:
+                raise MXNetError('Reshape: -4 split dims cannot both be -1 in %s' % (codes,))
+            if d1 == -1:
+                d1 = d0 // d2
+            if d2 == -1:
+                d2 = d0 // d1
+            if d1 * d2 != d0:
+                raise MXNetError('Reshape: cannot split dim %d into %d x %d' % (d0, d1, d2))
+            out.extend([d1, d2])
+            i += 2
+        elif c > 0:
+            out.append(c)
+            if cur < len(src):
+                cur += 1
+        else:
+            raise MXNetError('Reshape: invalid code %d in shape %s' % (c, codes))
+        i += 1
+    total = prod(src)
+    if infer_at >= 0:
+        rest = prod(out)
+        if rest == 0 or total % rest:
+            raise MXNetError('Reshape: cannot infer -1 in shape %s for input %s' % (codes, src))
+        out[infer_at] = total // rest
+    if prod(out) != total:
+        raise MXNetError('Reshape: target shape %s (from %s) has size %d, the input %s has %d'
+                         % (tuple(out[::-1] if reverse else out), codes, prod(out),
+                            src[::-1] if reverse else src, total))
+    return tuple(out[::-1]) if reverse else tuple(out)
+
+
+def _legacy_target(p, src):
+    """The deprecated target_shape / keep_highest form."""
+    target = list(p.target_shape)
+    if p.keep_highest:
+        target = [src[0]] + target
+    if target.count(0) > 1:
+        raise MXNetError('Reshape: target_shape may hold at most one 0, got %s' % (p.target_shape,))
+    if 0 in target:
+        rest = prod(d for d in target if d)
+        target[target.index(0)] = prod(src) // rest
+    return tuple(target)
+
+
+def _reshape_out(p, src):
+    if not p.shape and p.target_shape:
+        return _legacy_target(p, src)
+    return reshape_target(src, p.shape, p.reverse)
+
+
+def _reshape(p, data):
+    """Reshape with MXNet's special codes (a view when the memory allows)."""
+    return data.reshape(_reshape_out(p, data.shape))
+
+
+def _reshape_shape(p, ins, outs):
+    if not known(ins[0]):
+        return ins, outs
+    return ins, [merge(outs[0], _reshape_out(p, ins[0]))]
+
+
+register(OpDef('Reshape', _reshape,
+               params={'shape': Shape(()), 'reverse': Bool(False), 'target_shape': Shape(()),
+                       'keep_highest': Bool(False)},
+               infer_shape=_reshape_shape, aliases=('reshape',)))
+
+
+def _flatten(p, data):
+    """(N, d1, d2, ...) -> (N, d1*d2*...)."""
+    return data.reshape(data.shape[0], -1) if data.dim() != 2 else data.reshape(data.shape)
+
+
+def _flatten_shape(p, ins, outs):
+    s = ins[0]
+    if s is None:
+        return ins, outs
+    out = (s[0], prod(s[1:]) if all(s[1:]) else 0)
+    return ins, [merge(outs[0], out)]
+
+
+register(OpDef('Flatten', _flatten, infer_shape=_flatten_shape, aliases=('flatten',)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Cast
+# ---------------------------------------------------------------------------------------------
+def _cast(p, data):
+    """Convert to dtype; float -> int truncates toward zero."""
+    return data.to(torch_dtype(p.dtype))
+
+
+register(OpDef('Cast', _cast, params={'dtype': DType()}, infer_shape=same_shape,
+               infer_type=lambda p, ins, outs: (ins, [np_dtype(p.dtype)]), aliases=('cast',)))
