@@ -16,7 +16,7 @@ torch.set_num_threads(min(2, torch.get_num_threads()))
 @pytest.fixture
 def golden():
     if not GOLDEN.is_dir():
-        pytest.skip('golden files not found at %s' % GOLDEN)
+        pytest.fail('golden files not found at %s (set MXTORCH_GOLDEN to their folder)' % GOLDEN)
     return GOLDEN
 
 
