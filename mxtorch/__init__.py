@@ -9,3 +9,9 @@ from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import context, base, ops, autograd, random
 from . import ndarray
 from . import ndarray as nd
+from . import name, attribute
+from .attribute import AttrScope
+from . import symbol
+from . import symbol as sym
+from . import symbol as symbol
+from . import executor

@@ -361,8 +361,9 @@ def invoke_parsed(op, p, inputs, out=None, ctx=None, train=None):
     kwargs = {}
     if op.mode_dependent:
         kwargs['train'] = train
-    if op.needs_device:
+    if op.creation:
         kwargs['device'] = ctx.torch_device
+        kwargs['out_shape'] = None
     with torch.set_grad_enabled(_recording()):
         result = op.forward(p, *tensors, **kwargs)
     results = result if isinstance(result, tuple) else (result,)

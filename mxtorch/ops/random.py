@@ -4,7 +4,7 @@ import torch
 from ..base import np_dtype, torch_dtype
 from .params import DType, Float, Int, Shape, Bool
 from .registry import OpDef, register
-from .shapes import same_shape
+from .shapes import merge, same_shape
 
 _FLOATS = ('None', 'float16', 'float32', 'float64')
 
@@ -14,26 +14,29 @@ def _out_dtype(p, default='float32'):
     return torch_dtype(name)
 
 
-def _shape(p):
+def _shape(p, out_shape=None):
+    if out_shape is not None:
+        return tuple(out_shape)
     return tuple(p.shape) if p.shape else (1,)
 
 
-def _uniform(p, device):
-    out = torch.empty(_shape(p), dtype=_out_dtype(p), device=device)
+def _uniform(p, device, out_shape):
+    out = torch.empty(_shape(p, out_shape), dtype=_out_dtype(p), device=device)
     return out.uniform_(p.low, p.high)
 
 
-def _normal(p, device):
-    out = torch.empty(_shape(p), dtype=_out_dtype(p), device=device)
+def _normal(p, device, out_shape):
+    out = torch.empty(_shape(p, out_shape), dtype=_out_dtype(p), device=device)
     return out.normal_(p.loc, p.scale)
 
 
-def _randint(p, device):
-    return torch.randint(p.low, p.high, _shape(p), dtype=_out_dtype(p, 'int32'), device=device)
+def _randint(p, device, out_shape):
+    return torch.randint(p.low, p.high, _shape(p, out_shape), dtype=_out_dtype(p, 'int32'),
+                         device=device)
 
 
 def _created_shape(p, ins, outs):
-    return ins, [_shape(p)]
+    return ins, [merge(outs[0], _shape(p))]
 
 
 def _created_type(name):
@@ -42,17 +45,17 @@ def _created_type(name):
     return rule
 
 
-register(OpDef('_random_uniform', _uniform, inputs=(), needs_device=True,
+register(OpDef('_random_uniform', _uniform, inputs=(), creation=True,
                params={'low': Float(0.0), 'high': Float(1.0), 'shape': Shape(None),
                        'dtype': DType('None', choices=_FLOATS)},
                infer_shape=_created_shape, infer_type=_created_type('float32'),
                aliases=('random_uniform', 'uniform')))
-register(OpDef('_random_normal', _normal, inputs=(), needs_device=True,
+register(OpDef('_random_normal', _normal, inputs=(), creation=True,
                params={'loc': Float(0.0), 'scale': Float(1.0), 'shape': Shape(None),
                        'dtype': DType('None', choices=_FLOATS)},
                infer_shape=_created_shape, infer_type=_created_type('float32'),
                aliases=('random_normal', 'normal')))
-register(OpDef('_random_randint', _randint, inputs=(), needs_device=True,
+register(OpDef('_random_randint', _randint, inputs=(), creation=True,
                params={'low': Int(), 'high': Int(), 'shape': Shape(None),
                        'dtype': DType('None', choices=('None', 'int32', 'int64'))},
                infer_shape=_created_shape, infer_type=_created_type('int32'),

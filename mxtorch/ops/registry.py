@@ -10,8 +10,9 @@ JSON and NDArray code are generic over it and never name a specific operator:
 * `outputs(p)`: names of all outputs; only the first `visible_outputs(p)` are user-visible
   (BatchNorm's mean/var and Dropout's mask are hidden).
 * `forward(p, *inputs)`: the computation in torch ops, returning a tensor or a tuple of all
-  outputs. `mode_dependent` ops also get `train=` (Dropout, BatchNorm), `needs_device` ops
-  (creation, random) get `device=`. The gradient is torch autograd's, unless the op says
+  outputs. `mode_dependent` ops also get `train=` (Dropout, BatchNorm); `creation` ops (no
+  inputs: zeros, random, ...) get `device=` and `out_shape=` (the inferred output shape, where
+  a 0 in the `shape` parameter was filled from consumers; None in imperative calls). The gradient is torch autograd's, unless the op says
   otherwise through a torch.autograd.Function inside forward.
 * `infer_shape(p, in_shapes, out_shapes)` -> (in_shapes, out_shapes): may fill unknown input
   shapes (weights from data). Shapes are tuples with 0 for an unknown dim, None when unknown.
@@ -41,7 +42,7 @@ def _as_fn(value):
 
 class OpDef:
     def __init__(self, name, forward, params=None, inputs=('data',), aux=(), outputs=('output',),
-                 visible_outputs=None, variadic=None, mode_dependent=False, needs_device=False,
+                 visible_outputs=None, variadic=None, mode_dependent=False, creation=False,
                  infer_shape=None, infer_type=None, head_grad='required', update_aux=None,
                  init_hints=None, aliases=(), doc=''):
         self.name = name
@@ -53,7 +54,7 @@ class OpDef:
         self._visible = visible_outputs
         self.variadic = variadic
         self.mode_dependent = mode_dependent
-        self.needs_device = needs_device
+        self.creation = creation
         self.infer_shape = infer_shape
         self.infer_type = infer_type
         assert head_grad in ('required', 'ignored', 'zero')
@@ -113,13 +114,14 @@ class OpDef:
         return names
 
     # ---- execution ---------------------------------------------------------------------------
-    def bind_forward(self, p, train, device):
+    def bind_forward(self, p, train, device, out_shape=None):
         """The forward callable for fixed params, mode and device: fn(*tensors) -> outputs."""
         kwargs = {}
         if self.mode_dependent:
             kwargs['train'] = train
-        if self.needs_device:
+        if self.creation:
             kwargs['device'] = device
+            kwargs['out_shape'] = out_shape
         return functools.partial(self.forward, p, **kwargs)
 
 

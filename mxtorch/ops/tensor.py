@@ -1,8 +1,9 @@
 """Shape, layout and indexing operators."""
+import numpy as np
 import torch
 
 from ..base import MXNetError, np_dtype, torch_dtype
-from .params import Bool, DType, Shape
+from .params import Bool, DType, Float, Int, Shape, Str
 from .registry import OpDef, register
 from .shapes import check, known, merge, prod, same_shape
 
@@ -146,3 +147,88 @@ def _cast(p, data):
 
 register(OpDef('Cast', _cast, params={'dtype': DType()}, infer_shape=same_shape,
                infer_type=lambda p, ins, outs: (ins, [np_dtype(p.dtype)]), aliases=('cast',)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Creation: no inputs. A 0 in `shape` is an unknown dim the graph infers from consumers.
+# ---------------------------------------------------------------------------------------------
+_ALL_DTYPES = ('bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8',
+               'uint8')
+
+
+def _creation_shape(p, out_shape):
+    shape = tuple(out_shape) if out_shape is not None else tuple(p.shape)
+    if not known(shape) and shape != ():
+        raise MXNetError('cannot create an array of unknown shape %s; give every dim' % (shape,))
+    return shape
+
+
+def _zeros(p, device, out_shape):
+    """An array of zeros."""
+    return torch.zeros(_creation_shape(p, out_shape), dtype=torch_dtype(p.dtype), device=device)
+
+
+def _ones(p, device, out_shape):
+    """An array of ones."""
+    return torch.ones(_creation_shape(p, out_shape), dtype=torch_dtype(p.dtype), device=device)
+
+
+def _full(p, device, out_shape):
+    """An array filled with `value`."""
+    return torch.full(_creation_shape(p, out_shape), p.value, dtype=torch_dtype(p.dtype),
+                      device=device)
+
+
+def _shape_param_rule(p, ins, outs):
+    return ins, [merge(outs[0], tuple(p.shape))]
+
+
+def _dtype_param_rule(p, ins, outs):
+    return ins, [np_dtype(p.dtype)]
+
+
+for _name, _fn, _extra in (('_zeros', _zeros, {}), ('_ones', _ones, {}),
+                           ('_full', _full, {'value': Float()})):
+    register(OpDef(_name, _fn, inputs=(), creation=True,
+                   params=dict({'shape': Shape(()), 'ctx': Str(''),
+                                'dtype': DType('float32', choices=_ALL_DTYPES)}, **_extra),
+                   infer_shape=_shape_param_rule, infer_type=_dtype_param_rule))
+
+
+def _arange_values(p):
+    start, stop = (0.0, p.start) if p.stop is None else (p.start, p.stop)
+    values = np.arange(start, stop, p.step, dtype=np.float64)
+    if p.repeat != 1:
+        values = np.repeat(values, p.repeat)
+    return values
+
+
+def _arange(p, device, out_shape):
+    """Evenly spaced values in [start, stop), each repeated `repeat` times."""
+    return torch.as_tensor(_arange_values(p), dtype=torch_dtype(p.dtype), device=device)
+
+
+register(OpDef('_arange', _arange, inputs=(), creation=True,
+               params={'start': Float(), 'stop': Float(None), 'step': Float(1.0),
+                       'repeat': Int(1), 'infer_range': Bool(False), 'ctx': Str(''),
+                       'dtype': DType('float32', choices=_ALL_DTYPES)},
+               infer_shape=lambda p, ins, outs: (ins, [(len(_arange_values(p)),)]),
+               infer_type=_dtype_param_rule))
+
+
+def _eye(p, device, out_shape):
+    """An N x M matrix (M = N when 0) with ones on diagonal k."""
+    m = p.M if p.M > 0 else p.N
+    out = torch.zeros(p.N, m, dtype=torch_dtype(p.dtype), device=device)
+    rows = torch.arange(p.N, device=device)
+    cols = rows + p.k
+    keep = (cols >= 0) & (cols < m)
+    out[rows[keep], cols[keep]] = 1
+    return out
+
+
+register(OpDef('_eye', _eye, inputs=(), creation=True,
+               params={'N': Int(), 'M': Int(0), 'k': Int(0), 'ctx': Str(''),
+                       'dtype': DType('float32', choices=_ALL_DTYPES)},
+               infer_shape=lambda p, ins, outs: (ins, [(p.N, p.M if p.M > 0 else p.N)]),
+               infer_type=_dtype_param_rule))

@@ -1,0 +1,672 @@
+"""The Executor: a Symbol bound to arrays on a device.
+
+bind plans once: topological order, each node's parsed params and forward callable, the shapes
+and dtypes of every array, which outputs are losses. From the plan it generates one flat Python
+function, readable like torch.fx code (`print(executor.code)`):
+
+    def forward(data, fc1_weight, fc1_bias, softmax_label):
+        fc1_output = FullyConnected_fc1(data, fc1_weight, fc1_bias)
+        ...
+        return (softmax_output,), ()
+
+forward runs that function (under autograd when gradients are wanted) and copies the heads into
+stable output arrays; backward asks autograd once for the gradients of the arguments that want
+them and writes or adds them into the gradient arrays, then commits auxiliary-state updates
+(BatchNorm moving statistics, as MXNet's CPU kernels do, in the backward of a training step).
+Monitoring and partial forward interpret the same steps one at a time.
+"""
+import keyword
+import re
+
+import numpy as np
+import torch
+
+from .base import MXNetError, np_dtype, torch_dtype
+from .context import Context
+from .ndarray.ndarray import NDArray, _wrap
+from .ops.shapes import known, prod
+from .symbol.graph import topo_order
+from .symbol.infer import infer_graph_shapes, infer_graph_types
+
+_GRAD_REQS = ('write', 'add', 'null')
+
+
+class _Step:
+    """One operator application in the plan."""
+    __slots__ = ('node', 'op', 'params', 'inputs', 'outputs', 'fn_name', 'out_shape',
+                 'aux_positions')
+
+    def __init__(self, node, inputs, outputs, fn_name, out_shape, aux_positions):
+        self.node = node
+        self.op = node.op
+        self.params = node.params
+        self.inputs = inputs              # value names of the inputs
+        self.outputs = outputs            # value names of all outputs (hidden included)
+        self.fn_name = fn_name
+        self.out_shape = out_shape
+        self.aux_positions = aux_positions  # indices into aux_arrays (update_aux ops)
+
+
+def _identifier(name, taken):
+    base = re.sub(r'\W', '_', name) or 'v'
+    if base[0].isdigit() or keyword.iskeyword(base):
+        base = '_' + base
+    ident, n = base, 1
+    while ident in taken:
+        ident = '%s_%d' % (base, n)
+        n += 1
+    taken.add(ident)
+    return ident
+
+
+class Plan:
+    """What bind decides once for a symbol and its shapes: steps and the generated source."""
+
+    def __init__(self, symbol, arg_nodes, aux_nodes, shapes):
+        order = topo_order(symbol._entries)
+        taken = set()
+        self.input_names = [_identifier(n.name, taken) for n in arg_nodes + aux_nodes]
+        value = {}
+        for node, name in zip(arg_nodes + aux_nodes, self.input_names):
+            value[(id(node), 0)] = name
+        aux_index = {id(n): i for i, n in enumerate(aux_nodes)}
+        self.steps = []
+        for node in order:
+            if node.op is None:
+                continue
+            out_names = node.op.output_names(node.params)
+            outputs = [_identifier('%s_%s' % (node.name, o), taken) for o in out_names]
+            for k, name in enumerate(outputs):
+                value[(id(node), k)] = name
+            aux_positions = None
+            if node.op.update_aux is not None:
+                aux_positions = [aux_index.get(id(child)) for child, _ in
+                                 node.inputs[node.num_args():]]
+            fn_name = _identifier('%s_%s' % (node.op.name.lstrip('_'), node.name), taken)
+            self.steps.append(_Step(node, [value[(id(c), k)] for c, k in node.inputs], outputs,
+                                    fn_name, shapes.get((id(node), 0)), aux_positions))
+        self.heads = [value[(id(n), k)] for n, k in symbol._entries]
+        self.stat_steps = [s for s in self.steps if s.aux_positions is not None]
+        self.source = self._generate()
+
+    def _generate(self):
+        last_use = {}
+        for i, step in enumerate(self.steps):
+            for name in step.inputs:
+                last_use[name] = i
+        keep = set(self.heads) | {o for s in self.stat_steps for o in s.outputs}
+        lines = ['def forward(%s):' % ', '.join(self.input_names)]
+        for i, step in enumerate(self.steps):
+            call = '%s(%s)' % (step.fn_name, ', '.join(step.inputs))
+            if len(step.outputs) == 1:
+                lines.append('    %s = %s' % (step.outputs[0], call))
+            else:
+                lines.append('    %s = %s' % (', '.join(step.outputs), call))
+            dead = sorted({n for n in step.inputs if last_use.get(n) == i and n not in keep})
+            if dead:
+                lines.append('    del %s' % ', '.join(dead))
+        stats = ['(%s)' % ''.join(o + ', ' for o in s.outputs) for s in self.stat_steps]
+        lines.append('    return (%s), (%s)' % (''.join(h + ', ' for h in self.heads),
+                                                ''.join(s + ', ' for s in stats)))
+        return '\n'.join(lines) + '\n'
+
+    def compile(self, train, device):
+        """The generated function with each step's forward bound for `train` and `device`."""
+        namespace = {s.fn_name: s.op.bind_forward(s.params, train, device, s.out_shape)
+                     for s in self.steps}
+        code = compile(self.source, '<mxtorch executor %s>' % ('train' if train else 'infer'),
+                       'exec')
+        exec(code, namespace)     # the source is generated above from the plan, never user text
+        return namespace['forward'], namespace
+
+
+class Executor:
+    """A bound symbol (see Symbol.bind / simple_bind)."""
+
+    def __init__(self, symbol, ctx, arg_arrays, grad_arrays, grad_reqs, aux_arrays, shapes,
+                 out_types, group2ctx=None):
+        self._symbol = symbol
+        self._ctx = ctx
+        self._group2ctx = group2ctx
+        self.arg_arrays = arg_arrays
+        self.grad_arrays = grad_arrays
+        self.aux_arrays = aux_arrays
+        self._grad_reqs = grad_reqs
+        self._arg_nodes, self._aux_nodes = symbol._variables()
+        self._arg_names = [n.name for n in self._arg_nodes]
+        self._aux_names = [n.name for n in self._aux_nodes]
+        self._output_names = symbol.list_outputs()
+        self._shapes = shapes
+        self._plan = Plan(symbol, self._arg_nodes, self._aux_nodes, shapes)
+        device = ctx.torch_device
+        self._forward_train, self._ns_train = self._plan.compile(True, device)
+        self._forward_infer, self._ns_infer = self._plan.compile(False, device)
+        self.outputs = [_wrap(torch.zeros(shapes[(id(n), k)], dtype=torch_dtype(t),
+                                          device=device), ctx)
+                        for (n, k), t in zip(symbol._entries, out_types)]
+        self._leaf_positions = [i for i, (req, g) in enumerate(zip(grad_reqs, grad_arrays))
+                                if req != 'null' and g is not None
+                                and self.arg_arrays[i]._tensor.dtype.is_floating_point]
+        self._head_kinds = [n.op.head_grad if n.op is not None else 'required'
+                            for n, _ in symbol._entries]
+        self._last = None
+        self._monitor = None
+        self._monitor_all = False
+        self._partial = None
+        self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
+
+    # ---- views -----------------------------------------------------------------------------------
+    @property
+    def code(self):
+        """The generated Python source of the forward plan."""
+        return self._plan.source
+
+    @staticmethod
+    def _named(names, arrays):
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError('Duplicate names detected, %s' % dup)
+        return dict(zip(names, arrays))
+
+    @property
+    def arg_dict(self):
+        if self._arg_dict is None:
+            self._arg_dict = self._named(self._arg_names, self.arg_arrays)
+        return self._arg_dict
+
+    @property
+    def grad_dict(self):
+        if self._grad_dict is None:
+            self._grad_dict = self._named(self._arg_names, self.grad_arrays)
+        return self._grad_dict
+
+    @property
+    def aux_dict(self):
+        if self._aux_dict is None:
+            self._aux_dict = self._named(self._aux_names, self.aux_arrays)
+        return self._aux_dict
+
+    @property
+    def output_dict(self):
+        if self._output_dict is None:
+            self._output_dict = self._named(self._output_names, self.outputs)
+        return self._output_dict
+
+    # ---- forward -----------------------------------------------------------------------------------
+    def _load_kwargs(self, kwargs):
+        staged = []
+        for name, value in kwargs.items():
+            if name not in self.arg_dict:
+                raise TypeError('Unknown argument %s' % name)
+            if isinstance(value, NDArray):
+                src = value._tensor
+            elif isinstance(value, np.ndarray):
+                src = torch.from_numpy(value)
+            else:
+                raise ValueError('only accept keyword argument of NDArrays and numpy.ndarray')
+            dst = self.arg_dict[name]
+            if tuple(src.shape) != dst.shape:
+                raise ValueError('Shape not match! Argument %s, need: %s, received: %s'
+                                 % (name, dst.shape, tuple(src.shape)))
+            staged.append((dst, src))
+        with torch.no_grad():
+            for dst, src in staged:
+                dst._tensor.copy_(src)
+
+    def _inputs(self, with_grad):
+        tensors = [a._tensor for a in self.arg_arrays] + [a._tensor for a in self.aux_arrays]
+        if with_grad:
+            for i in self._leaf_positions:
+                tensors[i] = tensors[i].detach().requires_grad_()
+        return tensors
+
+    def _run(self, is_train, with_grad):
+        """Run the plan; remember what backward needs."""
+        inputs = self._inputs(with_grad)
+        fn = self._forward_train if is_train else self._forward_infer
+        if self._monitor is not None:
+            fn = self._interpreter(is_train)
+        with torch.set_grad_enabled(with_grad):
+            heads, stats = fn(*inputs)
+        self._last = {'train': is_train, 'heads': heads if with_grad else None,
+                      'leaves': [inputs[i] for i in self._leaf_positions] if with_grad else None,
+                      'stats': stats if is_train else None}
+        return heads
+
+    def forward(self, is_train=False, **kwargs):
+        """Compute the outputs; with is_train, Dropout is active and BatchNorm uses batch stats."""
+        if kwargs:
+            self._load_kwargs(kwargs)
+        heads = self._run(is_train, bool(is_train and self._leaf_positions))
+        with torch.no_grad():
+            for out, value in zip(self.outputs, heads):
+                out._tensor.copy_(value)
+        return self.outputs
+
+    # ---- backward ----------------------------------------------------------------------------------
+    def _head_grads(self, out_grads):
+        if out_grads is None:
+            grads = [None] * len(self.outputs)
+        elif isinstance(out_grads, NDArray):
+            grads = [out_grads]
+        elif isinstance(out_grads, dict):
+            missing = [n for n in self._output_names if n not in out_grads]
+            if missing:
+                raise MXNetError('backward: out_grads misses outputs %s' % missing)
+            grads = [out_grads[n] for n in self._output_names]
+        elif isinstance(out_grads, (list, tuple)):
+            grads = list(out_grads)
+        else:
+            raise TypeError('out_grads must be NDArray, list or dict of NDArray')
+        if len(grads) != len(self.outputs):
+            raise MXNetError('backward: %d head gradients given for %d outputs (%s)'
+                             % (len(grads), len(self.outputs), ', '.join(self._output_names)))
+        for name, g, out in zip(self._output_names, grads, self.outputs):
+            if g is None:
+                continue
+            if not isinstance(g, NDArray):
+                raise TypeError('inputs must be NDArray')
+            if g.shape != out.shape:
+                raise MXNetError('backward: head gradient of %s has shape %s, expected %s'
+                                 % (name, g.shape, out.shape))
+        return grads
+
+    def backward(self, out_grads=None, is_train=True):
+        """Gradients of the arguments, written or added into grad_arrays per grad_req."""
+        grads = self._head_grads(out_grads)
+        if self._last is None:
+            raise MXNetError('backward called before forward: call forward(is_train=True) first')
+        if self._leaf_positions:
+            self._write_grads(self._gradients(grads))
+        self._commit_aux()
+
+    def _gradients(self, grads):
+        last = self._last
+        if last['heads'] is None:          # no graph recorded (inference, or second backward)
+            self._run(last['train'], True)
+            last = self._last
+        outs, head_grads = [], []
+        for k, (head, given, kind) in enumerate(zip(last['heads'], grads, self._head_kinds)):
+            if kind == 'zero' or not head.requires_grad:
+                continue
+            if given is not None:
+                head_grads.append(given._tensor.to(head.dtype))
+            elif kind == 'ignored':
+                head_grads.append(torch.ones_like(head))
+            else:
+                raise MXNetError('Because the last operator is not Loss function, head_gradient '
+                                 'is required when calling backward. (output %s has none)'
+                                 % self._output_names[k])
+            outs.append(head)
+        leaves = last['leaves']
+        last['heads'] = last['leaves'] = None
+        if not outs:
+            return [None] * len(leaves)
+        return torch.autograd.grad(outs, leaves, head_grads, allow_unused=True)
+
+    def _write_grads(self, results):
+        with torch.no_grad():
+            for i, g in zip(self._leaf_positions, results):
+                dst = self.grad_arrays[i]._tensor
+                if self._grad_reqs[i] == 'add':
+                    if g is not None:
+                        dst.add_(g)
+                elif g is None:
+                    dst.zero_()
+                else:
+                    dst.copy_(g)
+
+    def _commit_aux(self):
+        stats = self._last['stats'] if self._last else None
+        if not stats:
+            return
+        self._last['stats'] = None
+        with torch.no_grad():
+            for step, outputs in zip(self._plan.stat_steps, stats):
+                aux = [self.aux_arrays[i]._tensor for i in step.aux_positions if i is not None]
+                new = step.op.update_aux(step.params, aux, outputs)
+                for dst, value in zip(aux, new or ()):
+                    dst.copy_(value)
+
+    # ---- monitoring and step-by-step execution --------------------------------------------------
+    def set_monitor_callback(self, callback, monitor_all=False):
+        """Call `callback(name, NDArray)` for every operator output (and input with monitor_all)."""
+        self._monitor = callback
+        self._monitor_all = monitor_all
+
+    def _report(self, name, tensor):
+        self._monitor(name, _wrap(tensor.detach(), self._ctx))
+
+    def _run_step(self, step, values, namespace):
+        args = [values[n] for n in step.inputs]
+        if self._monitor is not None and self._monitor_all:
+            names = (['input%d' % i for i in range(len(args))] if step.op.variadic
+                     else step.op.input_names(step.params))
+            for name, value in zip(names, args):
+                self._report('%s_%s' % (step.node.name, name), value)
+        result = namespace[step.fn_name](*args)
+        results = result if isinstance(result, tuple) else (result,)
+        values.update(zip(step.outputs, results))
+        if self._monitor is not None:
+            visible = step.op.visible_output_names(step.params)
+            for suffix, value in zip(visible, results):
+                self._report('%s_%s' % (step.node.name, suffix), value)
+
+    def _interpreter(self, is_train):
+        namespace = self._ns_train if is_train else self._ns_infer
+
+        def run(*inputs):
+            values = dict(zip(self._plan.input_names, inputs))
+            for step in self._plan.steps:
+                self._run_step(step, values, namespace)
+            return (tuple(values[h] for h in self._plan.heads),
+                    tuple(tuple(values[o] for o in s.outputs) for s in self._plan.stat_steps))
+        return run
+
+    def partial_forward(self, is_train=False, step=0):
+        """Run only plan step `step` (call with 0, 1, 2, ... in order); returns the steps left.
+
+        When none are left the outputs hold the result, as after forward().
+        """
+        steps = self._plan.steps
+        if step == 0 or self._partial is None:
+            inputs = self._inputs(False)
+            self._partial = dict(zip(self._plan.input_names, inputs))
+        if not 0 <= step < len(steps):
+            raise MXNetError('partial_forward: step %d out of range (%d steps)'
+                             % (step, len(steps)))
+        namespace = self._ns_train if is_train else self._ns_infer
+        with torch.no_grad():
+            self._run_step(steps[step], self._partial, namespace)
+        left = len(steps) - step - 1
+        if left == 0:
+            values = self._partial
+            with torch.no_grad():
+                for out, name in zip(self.outputs, self._plan.heads):
+                    out._tensor.copy_(values[name])
+            self._last = {'train': is_train, 'heads': None, 'leaves': None,
+                          'stats': tuple(tuple(values[o] for o in s.outputs)
+                                         for s in self._plan.stat_steps) if is_train else None}
+            self._partial = None
+        return left
+
+    # ---- parameters --------------------------------------------------------------------------------
+    def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
+        """Copy (and cast) parameter values into this executor's arrays."""
+        staged = []
+        for params, table, what in ((arg_params, self.arg_dict, 'arguments'),
+                                    (aux_params or {}, self.aux_dict, 'auxiliary states')):
+            for name, value in params.items():
+                if name not in table:
+                    if allow_extra_params:
+                        continue
+                    if what == 'arguments':
+                        raise ValueError('Find name "%s" that is not in the arguments' % name)
+                    raise ValueError('Find name %s that is not in the auxiliary states' % name)
+                dst = table[name]
+                if value.shape != dst.shape:
+                    raise MXNetError('copy_params_from: %s has shape %s, the executor expects %s'
+                                     % (name, value.shape, dst.shape))
+                staged.append((dst, value))
+        with torch.no_grad():
+            for dst, value in staged:
+                dst._tensor.copy_(value._tensor)
+
+    # ---- reshape -------------------------------------------------------------------------------
+    def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
+        """A new executor for new input shapes, sharing parameters and memory with this one."""
+        given = {id(n): tuple(kwargs[n.name]) for n in self._arg_nodes if n.name in kwargs}
+        order = topo_order(self._symbol._entries)
+        shapes = infer_graph_shapes(order, given)
+        if not all(known(shapes.get((id(n), 0))) for n in self._arg_nodes + self._aux_nodes):
+            for n, a in zip(self._arg_nodes, self.arg_arrays):
+                given.setdefault(id(n), a.shape)
+            shapes = infer_graph_shapes(order, given)
+
+        def reuse(name, old, new_shape, specified):
+            if new_shape == old.shape:
+                return _wrap(old._tensor, old.context)
+            if not specified and not partial_shaping:
+                raise MXNetError('Shape of unspecifie arg: %s changed. This can cause the new '
+                                 'executor to not share parameters with the old one. Please '
+                                 'check for error in network. If this is intended, set '
+                                 'partial_shaping=True to suppress this warning.' % name)
+            return _carve(name, old, new_shape, allow_up_sizing)
+
+        args, grads = [], []
+        for node, arr, grad in zip(self._arg_nodes, self.arg_arrays, self.grad_arrays):
+            shape = shapes[(id(node), 0)]
+            args.append(reuse(node.name, arr, shape, node.name in kwargs))
+            grads.append(None if grad is None else reuse(node.name, grad, shape, True))
+        aux = [reuse(n.name, a, shapes[(id(n), 0)], False)
+               for n, a in zip(self._aux_nodes, self.aux_arrays)]
+        out_types = [np_dtype(o._tensor.dtype) for o in self.outputs]
+        new = Executor(self._symbol, self._ctx, args, grads, self._grad_reqs, aux, shapes,
+                       out_types, self._group2ctx)
+        for i, ((node, k), old) in enumerate(zip(self._symbol._entries, self.outputs)):
+            shape = shapes[(id(node), k)]
+            if prod(shape) <= old.size:
+                new.outputs[i] = _wrap(_view_of(old._tensor, shape), self._ctx)
+        new._monitor, new._monitor_all = self._monitor, self._monitor_all
+        return new
+
+    # ---- introspection -------------------------------------------------------------------------
+    def debug_str(self):
+        """The plan as text; ends with the memory MXNet-style tools parse."""
+        arrays = self.arg_arrays + [g for g in self.grad_arrays if g is not None] + \
+            self.aux_arrays + self.outputs
+        total = sum(a.size * a._tensor.element_size() for a in arrays)
+        return '%sTotal %d MB allocated\nTotal %d TempSpace resource requested\n' % (
+            self._symbol.debug_str(), total >> 20, 0)
+
+    def get_optimized_symbol(self):
+        return self._symbol.__copy__()
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory sharing helpers
+# ---------------------------------------------------------------------------------------------
+def _view_of(tensor, shape):
+    """`shape` carved from the start of `tensor`'s storage (writes go through)."""
+    return tensor.reshape(-1)[:prod(shape)].view(shape)
+
+
+def _carve(name, old, shape, allow_up_sizing):
+    if prod(shape) <= old.size and old._tensor.is_contiguous():
+        return _wrap(_view_of(old._tensor, shape), old.context)
+    if not allow_up_sizing:
+        raise MXNetError('New shape of arg: %s is larger than original. First making a big '
+                         'executor and then down sizing it is more efficient than the reverse. '
+                         'If you really want to up size, set allow_up_sizing=True to enable '
+                         'allocation of new arrays.' % name)
+    return _wrap(torch.zeros(shape, dtype=old._tensor.dtype, device=old._tensor.device),
+                 old.context)
+
+
+# ---------------------------------------------------------------------------------------------
+# bind / simple_bind
+# ---------------------------------------------------------------------------------------------
+def _check_ctx(ctx):
+    if not isinstance(ctx, Context):
+        raise TypeError('Context type error')
+
+
+def _as_list(values, names, what, allow_none, required):
+    """Arrays aligned with `names` from a list or a dict."""
+    if values is None:
+        return [None] * len(names)
+    if isinstance(values, dict):
+        result = []
+        for name in names:
+            if name not in values:
+                if required:
+                    raise ValueError('key `%s` is missing in `%s`' % (name, what))
+                result.append(None)
+            else:
+                result.append(values[name])
+    elif isinstance(values, (list, tuple)):
+        if len(values) != len(names):
+            raise ValueError('Length of %s does not match the number of arguments' % what)
+        result = list(values)
+    else:
+        raise TypeError('%s must be a list or a dict of NDArray' % what)
+    for name, value in zip(names, result):
+        if value is None:
+            if required and not allow_none:
+                raise ValueError('key `%s` is missing in `%s`' % (name, what))
+        elif not isinstance(value, NDArray):
+            raise TypeError('%s: %s must be NDArray, got %s' % (what, name, type(value).__name__))
+    return result
+
+
+def _grad_reqs(grad_req, names):
+    if isinstance(grad_req, str):
+        if grad_req not in _GRAD_REQS:
+            raise ValueError('grad_req must be one of %s, got %r' % (_GRAD_REQS, grad_req))
+        return [grad_req] * len(names)
+    if isinstance(grad_req, (list, tuple)):
+        if len(grad_req) != len(names):
+            raise ValueError('grad_req list has %d entries for %d arguments'
+                             % (len(grad_req), len(names)))
+        reqs = list(grad_req)
+    elif isinstance(grad_req, dict):
+        reqs = [grad_req.get(n, 'null') for n in names]
+    else:
+        raise TypeError('grad_req must be str, list or dict')
+    for name, req in zip(names, reqs):
+        if req not in _GRAD_REQS:
+            raise ValueError('grad_req of %s must be one of %s, got %r' % (name, _GRAD_REQS, req))
+    return reqs
+
+
+def _infer_for_bind(symbol, arg_nodes, aux_nodes, arg_arrays, aux_arrays):
+    order = topo_order(symbol._entries)
+    given = {id(n): a.shape for n, a in zip(arg_nodes + aux_nodes, arg_arrays + aux_arrays)}
+    types = {(id(n), 0): np_dtype(a._tensor.dtype)
+             for n, a in zip(arg_nodes + aux_nodes, arg_arrays + aux_arrays)}
+    shapes = infer_graph_shapes(order, given, types)
+    for node, arr in zip(arg_nodes + aux_nodes, arg_arrays + aux_arrays):
+        inferred = shapes.get((id(node), 0))
+        if inferred is not None and tuple(inferred) != arr.shape:
+            raise MXNetError('bind: %s has shape %s, the symbol needs %s'
+                             % (node.name, arr.shape, inferred))
+    type_table = infer_graph_types(order, {id(n): np_dtype(a._tensor.dtype) for n, a in
+                                           zip(arg_nodes + aux_nodes, arg_arrays + aux_arrays)})
+    out_types = []
+    for node, k in symbol._entries:
+        shape = shapes.get((id(node), k))
+        if not known(shape):
+            raise MXNetError('bind: cannot infer the shape of output %s (got %s)'
+                             % (node.output_names()[k] if node.op else node.name, shape))
+        out_types.append(type_table.get((id(node), k)) or np_dtype('float32'))
+    return shapes, out_types
+
+
+def bind(symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None, group2ctx=None,
+         shared_exec=None):
+    """Bind `symbol` to the given arrays (used as they are, not copied)."""
+    _check_ctx(ctx)
+    arg_nodes, aux_nodes = symbol._variables()
+    arg_names = [n.name for n in arg_nodes]
+    aux_names = [n.name for n in aux_nodes]
+    arg_arrays = _as_list(args, arg_names, 'args', False, True)
+    grad_arrays = _as_list(args_grad, arg_names, 'args_grad', True, False)
+    if aux_nodes and aux_states is None:
+        raise ValueError('aux_states of %s are required' % aux_names)
+    aux_arrays = _as_list(aux_states, aux_names, 'aux_states', False, True)
+    reqs = _grad_reqs(grad_req, arg_names)
+    device = ctx.torch_device
+    for name, arr in list(zip(arg_names, arg_arrays)) + list(zip(aux_names, aux_arrays)) + \
+            [(n, g) for n, g in zip(arg_names, grad_arrays) if g is not None]:
+        if arr._tensor.device.type != device.type:
+            raise MXNetError('bind: %s lives on %s, the executor on %s' % (name, arr.context, ctx))
+    for name, arr, grad in zip(arg_names, arg_arrays, grad_arrays):
+        if grad is not None and grad.shape != arr.shape:
+            raise MXNetError('bind: gradient of %s has shape %s, the argument %s'
+                             % (name, grad.shape, arr.shape))
+    shapes, out_types = _infer_for_bind(symbol, arg_nodes, aux_nodes, arg_arrays, aux_arrays)
+    return Executor(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, shapes, out_types,
+                    group2ctx)
+
+
+def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
+                shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
+    """Infer every shape and dtype from the given input shapes, allocate zero-filled arrays and
+    bind. Parameters named in shared_arg_names come from shared_exec; other arrays are carved
+    from same-named entries of shared_buffer when large enough (new ones are added to it)."""
+    _check_ctx(ctx)
+    if shared_arg_names is not None and not isinstance(shared_arg_names, list):
+        raise ValueError('shared_arg_names in simple_bind must be a list or None')
+    arg_nodes, aux_nodes = symbol._variables()
+    arg_names = [n.name for n in arg_nodes]
+    order = topo_order(symbol._entries)
+    given = {}
+    for node in arg_nodes + aux_nodes:
+        shape = kwargs.get(node.name)
+        if isinstance(shape, tuple):
+            given[id(node)] = tuple(int(d) for d in shape)
+    type_given = {}
+    for node in arg_nodes:
+        if type_dict is not None and node.name in type_dict:
+            type_given[id(node)] = np_dtype(type_dict[node.name])
+        elif type_dict is None and '__dtype__' not in node.attrs:
+            type_given[id(node)] = np_dtype('float32')
+    try:
+        types = infer_graph_types(order, type_given)
+        shapes = infer_graph_shapes(order, given, types)
+        missing = [n.name for n in arg_nodes + aux_nodes if not known(shapes.get((id(n), 0)))]
+        if missing:
+            raise MXNetError('cannot infer the shapes of %s; give them as keyword arguments'
+                             % ', '.join(missing))
+    except MXNetError as err:
+        lines = ['%s: %s' % (k, v) for k, v in kwargs.items() if isinstance(v, tuple)]
+        raise RuntimeError('simple_bind error. Arguments:\n%s\n%s'
+                           % ('\n'.join(lines), err)) from None
+    reqs = _grad_reqs(grad_req, arg_names)
+    if not isinstance(grad_req, str) and not grad_req:
+        raise RuntimeError('simple_bind: grad_req must not be an empty %s'
+                           % type(grad_req).__name__)
+    device = ctx.torch_device
+    shared_names = set(shared_arg_names or ())
+    shared_args = shared_exec.arg_dict if shared_exec is not None else {}
+    shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
+
+    def dtype_of(node):
+        return torch_dtype(types.get((id(node), 0)) or 'float32')
+
+    def allocate(node, shape, shared, buffer_key=None):
+        dt = dtype_of(node)
+        if shared is not None and shared.shape == shape and shared._tensor.dtype == dt:
+            return shared
+        if buffer_key is not None and shared_buffer is not None:
+            buf = shared_buffer.get(buffer_key)
+            if buf is not None and buf.size >= prod(shape) and buf._tensor.dtype == dt:
+                return _wrap(_view_of(buf._tensor, shape), ctx)
+            arr = _wrap(torch.zeros(shape, dtype=dt, device=device), ctx)
+            shared_buffer[buffer_key] = arr
+            return arr
+        return _wrap(torch.zeros(shape, dtype=dt, device=device), ctx)
+
+    arg_arrays, grad_arrays = [], []
+    for node, req in zip(arg_nodes, reqs):
+        shape = tuple(shapes[(id(node), 0)])
+        is_param = node.name in shared_names
+        arg_arrays.append(allocate(node, shape, shared_args.get(node.name) if is_param else None,
+                                   None if is_param else node.name))
+        if req == 'null':
+            grad_arrays.append(None)
+        else:
+            grad_arrays.append(allocate(node, shape,
+                                        shared_grads.get(node.name) if is_param else None))
+    aux_arrays = []
+    shared_aux = shared_exec.aux_dict if shared_exec is not None else {}
+    for node in aux_nodes:
+        aux_arrays.append(allocate(node, tuple(shapes[(id(node), 0)]),
+                                   shared_aux.get(node.name)))
+    out_types = [types.get((id(n), k)) or np_dtype('float32') for n, k in symbol._entries]
+    for (node, k) in symbol._entries:
+        if not known(shapes.get((id(node), k))):
+            raise RuntimeError('simple_bind error: cannot infer the shape of output %s'
+                               % node.name)
+    return Executor(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, shapes, out_types,
+                    group2ctx)

@@ -1,0 +1,233 @@
+"""Neural-network layers: FullyConnected, Activation, BatchNorm, Dropout, Embedding, softmax."""
+import torch
+import torch.nn.functional as F
+
+from ..base import np_dtype, torch_dtype
+from .params import Bool, DType, Enum, Float, Int, Shape
+from .registry import OpDef, register
+from .shapes import check, known, merge, prod, same_shape
+
+
+# ---------------------------------------------------------------------------------------------
+# FullyConnected
+# ---------------------------------------------------------------------------------------------
+def _fully_connected(p, data, weight, bias=None):
+    """out = x . W^T + b, x flattened to (N, -1) unless flatten=False (then on the last axis)."""
+    x = data.reshape(data.shape[0], -1) if p.flatten and data.dim() != 2 else data
+    return F.linear(x, weight, bias)
+
+
+def _fc_shape(p, ins, outs):
+    data = ins[0]
+    if data is None:
+        return ins, outs
+    if p.flatten:
+        in_dim = prod(data[1:]) if all(data[1:]) else 0
+        out = (data[0], p.num_hidden)
+    else:
+        in_dim = data[-1]
+        out = tuple(data[:-1]) + (p.num_hidden,)
+    out = merge(outs[0], out)
+    data = merge(data, (out[0],) + tuple(data[1:])) if p.flatten else data
+    new = [data, merge(ins[1], (p.num_hidden, in_dim))]
+    if not p.no_bias:
+        new.append(merge(ins[2], (p.num_hidden,)))
+    return new, [out]
+
+
+register(OpDef('FullyConnected', _fully_connected,
+               params={'num_hidden': Int(), 'no_bias': Bool(False), 'flatten': Bool(True)},
+               inputs=lambda p: ('data', 'weight') if p.no_bias else ('data', 'weight', 'bias'),
+               infer_shape=_fc_shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# Activation
+# ---------------------------------------------------------------------------------------------
+_ACTIVATIONS = {
+    'relu': torch.relu, 'sigmoid': torch.sigmoid, 'tanh': torch.tanh, 'softrelu': F.softplus,
+    'softsign': F.softsign,
+}
+
+
+def _activation(p, data):
+    """relu, sigmoid, tanh, softrelu = log(1 + e^x), softsign = x / (1 + |x|)."""
+    return _ACTIVATIONS[p.act_type](data)
+
+
+register(OpDef('Activation', _activation,
+               params={'act_type': Enum(('relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'))},
+               infer_shape=same_shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# BatchNorm
+# ---------------------------------------------------------------------------------------------
+def _batch_norm(p, data, gamma, beta, moving_mean, moving_var, *, train):
+    """Normalise over every axis but `axis`. Outputs (out, mean, inv_std); the last two are
+    the batch statistics in training and the moving ones otherwise (MXNet's hidden outputs)."""
+    axis = p.axis % data.dim()
+    x = data if axis == 1 else data.movedim(axis, 1)
+    weight = torch.ones_like(gamma) if p.fix_gamma else gamma
+    if train and not p.use_global_stats:
+        out, mean, inv_std = torch.native_batch_norm(x, weight, beta, None, None, True, 0.0,
+                                                     p.eps)
+    else:
+        out = F.batch_norm(x, moving_mean, moving_var, weight, beta, False, 0.0, p.eps)
+        mean, inv_std = moving_mean, torch.rsqrt(moving_var + p.eps)
+    if axis != 1:
+        out = out.movedim(1, axis)
+    return out, mean, inv_std
+
+
+def _batch_norm_update_aux(p, aux, outputs):
+    """Moving averages after a training pass (biased batch variance, as MXNet)."""
+    if p.use_global_stats:
+        return None
+    moving_mean, moving_var = aux
+    mean, inv_std = outputs[1], outputs[2]
+    var = (1.0 / inv_std.double() ** 2 - p.eps).to(moving_var.dtype)
+    m = p.momentum
+    return [moving_mean * m + mean.to(moving_mean.dtype) * (1 - m), moving_var * m + var * (1 - m)]
+
+
+def _batch_norm_shape(p, ins, outs):
+    data = ins[0]
+    if data is None:
+        return ins, outs
+    channels = data[p.axis % len(data)]
+    vec = (channels,)
+    return [data] + [merge(s, vec) for s in ins[1:]], [merge(outs[0], data), vec, vec]
+
+
+def _batch_norm_type(p, ins, outs):
+    dt = ins[0] or outs[0]
+    param = np_dtype('float32') if dt == np_dtype('float16') else dt
+    return [dt] + [s or param for s in ins[1:]], [dt, param, param]
+
+
+register(OpDef('BatchNorm', _batch_norm,
+               params={'eps': Float(1e-3), 'momentum': Float(0.9), 'fix_gamma': Bool(True),
+                       'use_global_stats': Bool(False), 'output_mean_var': Bool(False),
+                       'axis': Int(1), 'cudnn_off': Bool(False)},
+               inputs=('data', 'gamma', 'beta'), aux=('moving_mean', 'moving_var'),
+               outputs=('output', 'mean', 'var'),
+               visible_outputs=lambda p: 3 if p.output_mean_var else 1,
+               mode_dependent=True, update_aux=_batch_norm_update_aux,
+               infer_shape=_batch_norm_shape, infer_type=_batch_norm_type,
+               init_hints={'moving_mean': '["zero", {}]', 'moving_var': '["one", {}]'}))
+
+
+# ---------------------------------------------------------------------------------------------
+# Dropout
+# ---------------------------------------------------------------------------------------------
+def _dropout(p, data, *, train):
+    """Training (or mode='always'): keep with probability 1-p and scale by 1/(1-p); axes listed
+    share one mask value. Otherwise the identity. Outputs (out, mask)."""
+    if not (train or p.mode == 'always') or p.p <= 0:
+        return data, torch.ones((), dtype=data.dtype, device=data.device).expand(data.shape)
+    keep = 1.0 - p.p
+    mask_shape = [1 if i in p.axes else d for i, d in enumerate(data.shape)]
+    if p.p >= 1:
+        mask = torch.zeros(mask_shape, dtype=data.dtype, device=data.device)
+    else:
+        mask = torch.empty(mask_shape, dtype=data.dtype, device=data.device).bernoulli_(keep)
+        mask.div_(keep)
+    return data * mask, mask.expand(data.shape)
+
+
+register(OpDef('Dropout', _dropout,
+               params={'p': Float(0.5), 'mode': Enum(('always', 'training'), 'training'),
+                       'axes': Shape(()), 'cudnn_off': Bool(False, optional=True)},
+               outputs=('output', 'mask'), visible_outputs=1, mode_dependent=True,
+               infer_shape=lambda p, ins, outs: (ins, [merge(ins[0], outs[0]), ins[0]])))
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedding
+# ---------------------------------------------------------------------------------------------
+def _embedding(p, data, weight):
+    """Rows of weight picked by data (indices clipped to [0, input_dim - 1])."""
+    idx = data.long().clamp_(0, p.input_dim - 1)
+    return F.embedding(idx, weight)
+
+
+def _embedding_shape(p, ins, outs):
+    data = ins[0]
+    weight = merge(ins[1], (p.input_dim, p.output_dim))
+    out = merge(outs[0], tuple(data) + (p.output_dim,)) if data is not None else outs[0]
+    if data is None and out is not None:
+        data = tuple(out[:-1])
+    return [data, weight], [out]
+
+
+def _embedding_type(p, ins, outs):
+    dt = np_dtype(p.dtype)
+    return [ins[0] or np_dtype('float32'), dt], [dt]
+
+
+register(OpDef('Embedding', _embedding,
+               params={'input_dim': Int(), 'output_dim': Int(),
+                       'dtype': DType('float32', choices=('bfloat16', 'float16', 'float32',
+                                                          'float64', 'int32', 'int64', 'int8',
+                                                          'uint8')),
+                       'sparse_grad': Bool(False)},
+               inputs=('data', 'weight'), infer_shape=_embedding_shape,
+               infer_type=_embedding_type))
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax family
+# ---------------------------------------------------------------------------------------------
+def _masked_by_length(data, length, axis, fill):
+    steps = torch.arange(data.shape[axis], device=data.device)
+    shape = [1] * data.dim()
+    shape[axis] = data.shape[axis]
+    valid = steps.reshape(shape) < length.long().reshape(
+        [data.shape[0]] + [1] * (data.dim() - 1))
+    return data.masked_fill(~valid, fill), valid
+
+
+def _softmax_like(kind):
+    def forward(p, data, length=None):
+        x = data if p.temperature in (None, 1.0) else data / p.temperature
+        if kind == 'softmin':
+            x = -x
+        valid = None
+        if length is not None:
+            x, valid = _masked_by_length(x, length, p.axis % data.dim(), float('-inf'))
+        dtype = torch_dtype(p.dtype) if p.dtype not in (None, 'None') else None
+        fn = torch.log_softmax if kind == 'log_softmax' else torch.softmax
+        out = fn(x, dim=p.axis, dtype=dtype)
+        if valid is not None and kind != 'log_softmax':
+            out = out.masked_fill(~valid, 0)
+        return out
+    forward.__name__ = kind
+    forward.__doc__ = '%s along `axis` of data / temperature.' % kind
+    return forward
+
+
+def _softmax_type(p, ins, outs):
+    dt = np_dtype(p.dtype) if p.dtype not in (None, 'None') else (ins[0] or outs[0])
+    return [ins[0]] + ins[1:], [dt]
+
+
+for _kind in ('softmax', 'log_softmax', 'softmin'):
+    register(OpDef(_kind, _softmax_like(_kind),
+                   params={'axis': Int(-1), 'temperature': Float(None),
+                           'dtype': DType('None', choices=('None', 'float16', 'float32',
+                                                           'float64')),
+                           'use_length': Bool(False, optional=True)},
+                   inputs=lambda p: ('data', 'length') if p.use_length else ('data',),
+                   infer_shape=lambda p, ins, outs: (ins, [merge(ins[0], outs[0])]),
+                   infer_type=_softmax_type))
+
+
+def _softmax_activation(p, data):
+    """mode='instance': softmax over the last axis; 'channel': over axis 1."""
+    return torch.softmax(data, dim=1 if p.mode == 'channel' else -1)
+
+
+register(OpDef('SoftmaxActivation', _softmax_activation,
+               params={'mode': Enum(('channel', 'instance'), 'instance')},
+               infer_shape=same_shape))

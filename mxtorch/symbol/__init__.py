@@ -1,0 +1,77 @@
+"""mx.sym / mx.symbol: Symbol, Variable, Group, load/load_json and one function per operator."""
+from .. import ops as _ops  # noqa: F401  (registers every operator)
+from . import _internal, op, contrib, linalg
+from .symbol import Symbol, var, Variable, Group, load, load_json
+from .register import generated_functions as _generated_functions, create as _create
+from ..base import numeric_types as _numeric
+
+
+def _install():
+    from ..ndarray.register import METHOD_OPS, make_method
+    functions = _generated_functions()
+    handwritten = set(globals())
+    for name, fn in functions.items():
+        setattr(op, name, fn)
+        if name.startswith('_'):
+            setattr(_internal, name, fn)
+        for prefix, module in (('_contrib_', contrib), ('_linalg_', linalg)):
+            if name.startswith(prefix):
+                setattr(module, name[len(prefix):], fn)
+        if not name.startswith('_') and name not in handwritten:
+            globals()[name] = fn
+    for name in METHOD_OPS:
+        if name in functions and name not in Symbol.__dict__:
+            setattr(Symbol, name, make_method(functions[name]))
+
+
+_install()
+from . import random  # noqa: E402
+
+
+def _creation(op_name, shape, dtype, kwargs, **params):
+    return _create(op_name, [], dict(kwargs, shape=shape, dtype=dtype or 'float32', **params),
+                   func_name=op_name)
+
+
+def zeros(shape, dtype=None, **kwargs):
+    return _creation('_zeros', shape, dtype, kwargs)
+
+
+def ones(shape, dtype=None, **kwargs):
+    return _creation('_ones', shape, dtype, kwargs)
+
+
+def full(shape, val, dtype=None, **kwargs):
+    return _creation('_full', shape, dtype, kwargs, value=val)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None):
+    return _create('_arange', [], dict(start=start, stop=stop, step=step, repeat=repeat,
+                                       infer_range=infer_range, dtype=dtype or 'float32',
+                                       name=name), func_name='_arange')
+
+
+def eye(N, M=0, k=0, dtype=None, **kwargs):
+    return _create('_eye', [], dict(kwargs, N=N, M=M, k=k, dtype=dtype or 'float32'),
+                   func_name='_eye')
+
+
+def _binary_helper(array_op, scalar_op, python_fn, rscalar_op=None):
+    def helper(left, right):
+        if isinstance(left, Symbol) and isinstance(right, Symbol):
+            return _create(array_op, [left, right], {})
+        if isinstance(left, Symbol) and isinstance(right, _numeric):
+            return _create(scalar_op, [left], {'scalar': right})
+        if isinstance(left, _numeric) and isinstance(right, Symbol):
+            return _create(rscalar_op or scalar_op, [right], {'scalar': left})
+        if isinstance(left, _numeric) and isinstance(right, _numeric):
+            return python_fn(left, right)
+        raise TypeError('types (%s, %s) not supported' % (type(left), type(right)))
+    return helper
+
+
+maximum = _binary_helper('_Maximum', '_MaximumScalar', max)
+minimum = _binary_helper('_Minimum', '_MinimumScalar', min)
+hypot = _binary_helper('_Hypot', '_HypotScalar', lambda a, b: (a * a + b * b) ** 0.5)
+power = _binary_helper('_Power', '_PowerScalar', pow, '_rpower_scalar')
+pow = power  # noqa: A001  (MXNet's name)

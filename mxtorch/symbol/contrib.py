@@ -1,0 +1,1 @@
+"""mx.sym.contrib: operators registered as `_contrib_<name>`, under `<name>`."""

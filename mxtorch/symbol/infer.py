@@ -1,0 +1,262 @@
+"""Shape and dtype inference over a symbol's graph.
+
+Inference is iterative and bidirectional, as in MXNet: each operator's rule sees the partial
+shapes of its inputs and outputs and may fill either side (weights from data, a label from the
+prediction, the unknown batch dim of a begin state from its consumer); passes run forward and
+backward until nothing changes. An operator without a shape rule gets its output shapes by
+running its forward on meta tensors once its inputs are known.
+"""
+import ast
+import warnings
+
+import numpy as np
+import torch
+
+from ..base import MXNetError, CODE_DTYPES, np_dtype, torch_dtype
+from ..ops.shapes import ShapeError, known, merge, same_type, fmt
+from .graph import topo_order
+
+MAX_ROUNDS = 32
+
+
+def _node_error(node, err):
+    return MXNetError('Error in operator %s: %s' % (node.name, err))
+
+
+def _meta_outputs(node, ins, in_types):
+    """Output (shapes, dtypes) of an op by running its forward on meta tensors."""
+    op, p = node.op, node.params
+    tensors = [torch.empty(s, dtype=torch_dtype(t or 'float32'), device='meta')
+               for s, t in zip(ins, in_types)]
+    kwargs = {}
+    if op.mode_dependent:
+        kwargs['train'] = False
+    if op.creation:
+        kwargs.update(device='meta', out_shape=None)
+    try:
+        with torch.no_grad():
+            result = op.forward(p, *tensors, **kwargs)
+    except MXNetError as err:
+        raise _node_error(node, err) from None
+    except (RuntimeError, ValueError, IndexError, TypeError) as err:
+        shapes = ', '.join('%s=%s' % (n, fmt(s)) for n, s in zip(node.input_names(), ins))
+        raise _node_error(node, 'shapes %s are not compatible: %s' % (shapes, err)) from None
+    results = result if isinstance(result, tuple) else (result,)
+    return [tuple(r.shape) for r in results], [np_dtype(r.dtype) for r in results]
+
+
+class _Table:
+    """Partial shapes (or dtypes) of every output entry, keyed by (id(node), index)."""
+
+    def __init__(self, merge_fn, what):
+        self.values = {}
+        self.changed = False
+        self._merge = merge_fn
+        self._what = what
+
+    def get(self, entry):
+        return self.values.get((id(entry[0]), entry[1]))
+
+    def put(self, node, key, value):
+        if value is None:
+            return
+        old = self.values.get(key)
+        try:
+            new = self._merge(old, value)
+        except ShapeError:
+            raise _node_error(node, '%s inconsistent, Provided = %s, inferred %s=%s'
+                              % (self._what, _show(old), self._what.lower(), _show(value)))
+        if new != old:
+            self.values[key] = new
+            self.changed = True
+
+
+def _show(v):
+    if isinstance(v, tuple):
+        return '[%s]' % ','.join(str(d) for d in v)
+    return str(v)
+
+
+def _merge_type(a, b):
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    raise ShapeError('type mismatch')
+
+
+def _apply_rule(node, table, rule):
+    ins = [table.get(e) for e in node.inputs]
+    outs = [table.values.get((id(node), k)) for k in range(node.num_outputs())]
+    try:
+        new_ins, new_outs = rule(node.params, ins, outs)
+    except ShapeError as err:
+        raise _node_error(node, err) from None
+    for entry, value in zip(node.inputs, new_ins):
+        table.put(entry[0], (id(entry[0]), entry[1]), value)
+    for k, value in enumerate(new_outs):
+        table.put(node, (id(node), k), value)
+
+
+def _fixpoint(order, table, step):
+    ops = [n for n in order if n.op is not None]
+    for _ in range(MAX_ROUNDS):
+        table.changed = False
+        for node in ops:
+            step(node)
+        for node in reversed(ops):
+            step(node)
+        if not table.changed:
+            break
+
+
+def infer_graph_shapes(order, given, types=None):
+    """{(id(node), index): partial shape} for every entry; `given` maps id(variable) -> shape."""
+    table = _Table(merge, 'Shape')
+    for node in order:
+        if node.op is None:
+            hint = _shape_hint(node)
+            shape = given.get(id(node))
+            if shape is not None and hint is not None:
+                shape = merge(hint, shape) if len(hint) == len(shape) else shape
+            table.put(node, (id(node), 0), shape if shape is not None else hint)
+    types = types or {}
+
+    def step(node):
+        if node.op.infer_shape is not None:
+            _apply_rule(node, table, node.op.infer_shape)
+            return
+        if known(table.values.get((id(node), 0))):
+            return
+        ins = [table.get(e) for e in node.inputs]
+        if all(known(s) for s in ins):
+            in_types = [types.get((id(e[0]), e[1])) for e in node.inputs]
+            shapes, _ = _meta_outputs(node, ins, in_types)
+            for k, s in enumerate(shapes):
+                table.put(node, (id(node), k), s)
+    _fixpoint(order, table, step)
+    return table.values
+
+
+def infer_graph_types(order, given):
+    """{(id(node), index): dtype or None}; `given` maps id(variable) -> dtype."""
+    table = _Table(_merge_type, 'Type')
+    for node in order:
+        if node.op is None:
+            dt = given.get(id(node))
+            if dt is None and '__dtype__' in node.attrs:
+                code = int(node.attrs['__dtype__'])
+                dt = CODE_DTYPES.get(code) if code >= 0 else None
+            table.put(node, (id(node), 0), dt)
+
+    def step(node):
+        _apply_rule(node, table, node.op.infer_type or same_type)
+    _fixpoint(order, table, step)
+    return table.values
+
+
+def _shape_hint(node):
+    text = node.attrs.get('__shape__')
+    if not text:
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise MXNetError('Variable %s has an unreadable __shape__ attribute %r'
+                         % (node.name, text)) from None
+    return tuple(int(d) for d in (value if isinstance(value, (tuple, list)) else (value,)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Symbol.infer_shape / infer_type
+# ---------------------------------------------------------------------------------------------
+def _given_by_name(symbol, args, kwargs, convert, what):
+    """Map user-given values (positional in list_arguments order, or by name) onto nodes."""
+    if args and kwargs:
+        raise ValueError('Can only specify known argument %ss either by positional or kwargs '
+                         'way.' % what)
+    arguments, aux = symbol._variables()
+    given = {}
+    if args:
+        if len(args) > len(arguments):
+            raise MXNetError('infer_%s: %d positional values for %d arguments'
+                             % (what, len(args), len(arguments)))
+        for node, value in zip(arguments, args):
+            if value is not None:
+                given[id(node)] = convert(node.name, value)
+        return given
+    by_name = {}
+    for node in arguments + aux:
+        by_name.setdefault(node.name, []).append(node)
+    for key, value in kwargs.items():
+        if key not in by_name:
+            raise MXNetError('Keyword argument name %s not found.\nCandidate arguments:\n\t%s'
+                             % (key, '\n\t'.join(n.name for n in arguments)))
+        if value is None:
+            continue
+        for node in by_name[key]:
+            given[id(node)] = convert(key, value)
+    return given
+
+
+def _as_shape(name, value):
+    if not isinstance(value, tuple):
+        raise TypeError("Arguments need to be shapes (tuple), but '%s' is %s." % (name, type(value)))
+    return tuple(int(d) for d in value)
+
+
+def infer_shape(symbol, args, kwargs, partial):
+    order = symbol._nodes()
+    arguments, aux = symbol._variables()
+    given = _given_by_name(symbol, args, kwargs, _as_shape, 'shape')
+    try:
+        table = infer_graph_shapes(order, given)
+    except MXNetError:
+        print('infer_shape error. Arguments:')
+        for node in arguments:
+            if id(node) in given:
+                print('  %s: %s' % (node.name, given[id(node)]))
+        raise
+    arg_shapes = [table.get((id(n), 0)) for n in arguments]
+    aux_shapes = [table.get((id(n), 0)) for n in aux]
+    out_shapes = [table.get((id(n), i)) for n, i in symbol._entries]
+    if partial:
+        fill = lambda s: () if s is None else s   # noqa: E731
+        return ([fill(s) for s in arg_shapes], [fill(s) for s in out_shapes],
+                [fill(s) for s in aux_shapes])
+    unknown = [(n.name, s) for n, s in zip(arguments + aux, arg_shapes + aux_shapes)
+               if not known(s)]
+    if unknown or not all(known(s) for s in out_shapes):
+        lines = ['%s: %s' % (name, s if s is not None else '()') for name, s in unknown[:10]]
+        if len(unknown) > 10:
+            lines.append('...')
+        warnings.warn('Cannot decide shape for the following arguments (0s in shape means '
+                      'unknown dimensions). Consider providing them as input:\n\t'
+                      + '\n\t'.join(lines), stacklevel=3)
+        return None, None, None
+    return arg_shapes, out_shapes, aux_shapes
+
+
+def _as_dtype(name, value):
+    try:
+        return np_dtype(value)
+    except TypeError:
+        raise TypeError("Argument '%s' needs a dtype, got %r" % (name, value)) from None
+
+
+def infer_type(symbol, args, kwargs, partial):
+    order = symbol._nodes()
+    arguments, aux = symbol._variables()
+    given = _given_by_name(symbol, args, kwargs, _as_dtype, 'type')
+    table = infer_graph_types(order, given)
+    as_type = lambda t: None if t is None else t.type   # noqa: E731  (numpy type classes)
+    arg_types = [table.get((id(n), 0)) for n in arguments]
+    aux_types = [table.get((id(n), 0)) for n in aux]
+    out_types = [table.get((id(n), i)) for n, i in symbol._entries]
+    if not partial and any(t is None for t in arg_types + aux_types + out_types):
+        names = [n.name for n, t in zip(arguments + aux, arg_types + aux_types) if t is None]
+        warnings.warn('Cannot decide type for the following arguments. Consider providing them '
+                      'as input:\n\t' + '\n\t'.join('%s: None' % n for n in names), stacklevel=3)
+        return None, None, None
+    return ([as_type(t) for t in arg_types], [as_type(t) for t in out_types],
+            [as_type(t) for t in aux_types])

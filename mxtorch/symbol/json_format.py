@@ -1,0 +1,281 @@
+"""Symbol JSON in MXNet's format (written byte-for-byte as MXNet 1.9.1 writes it) and the
+upgrades MXNet applies when loading files from older versions."""
+import json
+import logging
+
+from ..attribute import HIDDEN_KEYS
+from ..base import MXNetError
+from ..ops.registry import find_op
+from .graph import Node, topo_order, mutated_variables
+
+MXNET_VERSION = 10901
+_NODE_KEYS = {'op', 'name', 'inputs', 'attrs', 'attr', 'param', 'control_deps',
+              'backward_source_id', 'subgraphs'}
+_TOP_KEYS = {'nodes', 'arg_nodes', 'heads', 'node_row_ptr', 'attrs'}
+_AMP_OPS = ('amp_cast', 'amp_multicast')
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------
+def _q(text):
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _lines(items, indent):
+    """A multi-line container body: items joined by ', \\n' at `indent`."""
+    pad = ' ' * indent
+    return ', \n'.join(pad + item for item in items)
+
+
+def _int_list(values, indent):
+    if len(values) <= 10:
+        return '[%s]' % ', '.join(str(v) for v in values)
+    return '[\n%s\n%s]' % (_lines([str(v) for v in values], indent + 2), ' ' * indent)
+
+
+def _entry_list(entries, indent):
+    items = ['[%d, %d, %d]' % e for e in entries]
+    if len(items) <= 10:
+        return '[%s]' % ', '.join(items)
+    return '[\n%s\n%s]' % (_lines(items, indent + 2), ' ' * indent)
+
+
+def _attrs(attrs, indent):
+    items = ['%s: %s' % (_q(k), _q(attrs[k])) for k in sorted(attrs)]
+    if len(items) == 1:
+        return '{%s}' % items[0]
+    return '{\n%s\n%s}' % (_lines(items, indent + 2), ' ' * indent)
+
+
+def _strip_amp_casts(heads):
+    """Rewire consumers of amp_cast / amp_multicast nodes to their inputs (a copy)."""
+    from .graph import copy_graph
+    entries = copy_graph(heads)
+
+    def resolve(entry):
+        node, index = entry
+        while node.op is not None and node.op.name in _AMP_OPS:
+            node, index = node.inputs[index if node.op.name == 'amp_multicast' else 0]
+        return (node, index)
+    for node in topo_order(entries):
+        node.inputs = [resolve(e) for e in node.inputs]
+    return [resolve(e) for e in entries]
+
+
+def to_json(symbol, remove_amp_cast=True):
+    heads = symbol._entries
+    if remove_amp_cast and any(n.op is not None and n.op.name in _AMP_OPS
+                               for n in topo_order(heads)):
+        heads = _strip_amp_casts(heads)
+    order = topo_order(heads)
+    index = {id(n): i for i, n in enumerate(order)}
+    mutated = mutated_variables(order)
+    nodes, row_ptr, arg_nodes = [], [0], []
+    for i, node in enumerate(order):
+        fields = ['"op": %s' % _q(node.op.name if node.op else 'null'),
+                  '"name": %s' % _q(node.name)]
+        if node.attrs:
+            fields.append('"attrs": %s' % _attrs(node.attrs, 6))
+        inputs = []
+        if node.op is not None:
+            n_args = node.num_args()
+            for k, (child, out) in enumerate(node.inputs):
+                version = 1 if k >= n_args and id(child) in mutated else 0
+                inputs.append((index[id(child)], out, version))
+        fields.append('"inputs": %s' % _entry_list(inputs, 6))
+        nodes.append('{\n%s\n    }' % _lines(fields, 6))
+        row_ptr.append(row_ptr[-1] + node.num_outputs())
+        if node.op is None:
+            arg_nodes.append(i)
+    head_entries = [(index[id(n)], k, 0) for n, k in heads]
+    top = ['"nodes": [\n%s\n  ]' % _lines(nodes, 4),
+           '"arg_nodes": %s' % _int_list(arg_nodes, 2),
+           '"node_row_ptr": %s' % _int_list(row_ptr, 2),
+           '"heads": %s' % _entry_list(head_entries, 2),
+           '"attrs": {"mxnet_version": ["int", %d]}' % MXNET_VERSION]
+    return '{\n%s\n}' % _lines(top, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------
+def _bad(message):
+    return MXNetError('Invalid symbol JSON: %s' % message)
+
+
+def _entry(raw, n_nodes, what):
+    if not isinstance(raw, list) or len(raw) not in (2, 3) or \
+            not all(isinstance(v, int) for v in raw):
+        raise _bad('%s must be [node_id, output_index(, version)], got %r' % (what, raw))
+    if not 0 <= raw[0] < n_nodes:
+        raise _bad('%s refers to node %d of %d' % (what, raw[0], n_nodes))
+    return raw[0], raw[1]
+
+
+def _version_of(graph):
+    attrs = graph.get('attrs') or {}
+    version = attrs.get('mxnet_version')
+    if isinstance(version, list) and len(version) == 2:
+        return int(version[1])
+    return 800
+
+
+def from_json(text):
+    """A Symbol from MXNet's JSON (any version back to 0.8; older formats are upgraded)."""
+    from .symbol import Symbol
+    try:
+        graph = json.loads(text)
+    except ValueError as err:
+        raise _bad(str(err)) from None
+    if not isinstance(graph, dict):
+        raise _bad('top level must be an object')
+    for key in graph:
+        if key not in _TOP_KEYS:
+            raise _bad('JSONReader: Unknown field %s' % key)
+    for key in ('nodes', 'arg_nodes', 'heads'):
+        if key not in graph:
+            raise _bad('missing field %s' % key)
+    version = _version_of(graph)
+    if version > MXNET_VERSION:
+        logging.warning('Symbol was saved by a newer MXNet (v%d.%d.%d); loading it anyway',
+                        *_split_version(version))
+    elif version < MXNET_VERSION:
+        logging.info('Loading symbol saved by previous version v%d.%d.%d. Attempting to '
+                     'upgrade...', *_split_version(version))
+    raw_nodes = graph['nodes']
+    if not isinstance(raw_nodes, list):
+        raise _bad('nodes must be a list')
+    nodes = []
+    for i, raw in enumerate(raw_nodes):
+        if not isinstance(raw, dict):
+            raise _bad('node %d is not an object' % i)
+        for key in raw:
+            if key not in _NODE_KEYS:
+                raise _bad('JSONReader: Unknown field %s' % key)
+        name, op_name = raw.get('name'), raw.get('op')
+        if not isinstance(name, str) or not isinstance(op_name, str) or 'inputs' not in raw:
+            raise _bad('node %d needs string "op", "name" and a list "inputs"' % i)
+        attrs = {}
+        for key in ('param', 'attr', 'attrs'):
+            part = raw.get(key) or {}
+            if not isinstance(part, dict):
+                raise _bad('node %s: %s must be an object' % (name, key))
+            attrs.update({str(k): str(v) for k, v in part.items()})
+        if op_name == 'null':
+            op = None
+        else:
+            op = find_op(op_name)
+            if op is None:
+                raise MXNetError('Failed loading Op %s of type %s: Operator %s is not registered'
+                                 % (name, op_name, op_name))
+        inputs = [_entry(e, i, 'input of node %s' % name) for e in raw['inputs']]
+        nodes.append(Node(op, name, attrs, [(nodes[j], k) for j, k in inputs]))
+    for nid in graph['arg_nodes']:
+        if not isinstance(nid, int) or not 0 <= nid < len(nodes) or nodes[nid].op is not None:
+            raise _bad('arg_nodes entry %r is not a variable node' % (nid,))
+    heads = [_entry(e, len(nodes), 'head') for e in graph['heads']]
+    _upgrade(nodes, version)
+    for node in nodes:
+        if node.op is not None:
+            node.params            # validates every operator's parameters now
+            if len(node.inputs) != len(node.input_names()):
+                raise MXNetError('Error in operator %s: %s expects %d inputs (%s), the JSON gives '
+                                 '%d' % (node.name, node.op.name, len(node.input_names()),
+                                         ', '.join(node.input_names()), len(node.inputs)))
+    for nid, k in heads:
+        if not 0 <= k < nodes[nid].num_outputs():
+            raise _bad('head refers to output %d of node %s' % (k, nodes[nid].name))
+    return Symbol([(nodes[nid], k) for nid, k in heads])
+
+
+def _split_version(v):
+    return v // 10000, v // 100 % 100, v % 100
+
+
+def _upgrade(nodes, version):
+    """Apply MXNet's load-time upgrades for files older than 1.9.1, in MXNet's order."""
+    if version < MXNET_VERSION:
+        for node in nodes:
+            if node.op is not None:
+                _fix_hidden_keys(node)
+    if version < 900:
+        for node in nodes:
+            if node.op is not None:
+                _add_missing_inputs(node)
+    if version < 904:
+        for node in nodes:
+            if node.op is not None:
+                _apply_init_hints(node)
+    if version < 905:
+        for node in nodes:
+            if node.op is not None and node.op.name in ('argmax', 'argmin') \
+                    and node.attrs.get('axis') == '-1':
+                del node.attrs['axis']
+
+
+def _fix_hidden_keys(node):
+    names = None
+    for key in list(node.attrs):
+        if key in HIDDEN_KEYS:
+            node.attrs['__%s__' % key] = node.attrs.pop(key)
+            continue
+        for hidden in HIDDEN_KEYS:
+            suffix = '_' + hidden
+            if key.endswith(suffix) and key not in node.op.params:
+                value = node.attrs.pop(key)
+                arg = key[:-len(suffix)]
+                if names is None:
+                    names = _input_names_lenient(node)
+                if arg in names and names.index(arg) < len(node.inputs):
+                    child = node.inputs[names.index(arg)][0]
+                    if child.op is None:
+                        child.attrs['__%s__' % hidden] = value
+                break
+
+
+def _input_names_lenient(node):
+    try:
+        return node.input_names()
+    except MXNetError:
+        return []
+
+
+def _add_missing_inputs(node):
+    names = node.input_names()
+    for name in names[len(node.inputs):]:
+        node.inputs.append((Node(None, '%s_%s' % (node.name, name), dict(node.attrs)), 0))
+
+
+def _apply_init_hints(node):
+    for name, (child, _) in zip(node.input_names(), node.inputs):
+        hint = node.op.init_hints.get(name)
+        if hint is not None and child.op is None and '__init__' not in child.attrs:
+            child.attrs['__init__'] = hint
+
+
+# ---------------------------------------------------------------------------------------------
+# debug_str
+# ---------------------------------------------------------------------------------------------
+def debug_str(symbol):
+    """MXNet's text dump of a graph: outputs, then every node with its inputs and attrs."""
+    order = topo_order(symbol._entries)
+    if len(order) == 1 and order[0].op is None:
+        return 'Variable:%s\n' % order[0].name
+    lines = ['Symbol Outputs:']
+    for i, (node, k) in enumerate(symbol._entries):
+        lines.append('\toutput[%d]=%s(%d)' % (i, node.name, k))
+    for node in order:
+        if node.op is None:
+            lines.append('Variable:%s' % node.name)
+            continue
+        lines.append('--------------------')
+        lines.append('Op:%s, Name=%s' % (node.op.name, node.name))
+        lines.append('Inputs:')
+        for i, (child, k) in enumerate(node.inputs):
+            suffix = ' version=0' if child.op is None else ''
+            lines.append('\targ[%d]=%s(%d)%s' % (i, child.name, k, suffix))
+        if node.attrs:
+            lines.append('Attrs:')
+            lines.extend('\t%s=%s' % (key, node.attrs[key]) for key in sorted(node.attrs))
+    return '\n'.join(lines) + '\n'

@@ -1,0 +1,1 @@
+"""mx.sym.linalg: operators registered as `_linalg_<name>`, under `<name>`."""

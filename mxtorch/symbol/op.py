@@ -1,0 +1,1 @@
+"""mx.sym.op: one generated function per registered operator name and alias."""
