@@ -24,7 +24,7 @@ import torch
 from .base import MXNetError, np_dtype, torch_dtype
 from .context import Context
 from .ndarray.ndarray import NDArray, _wrap
-from .ops.shapes import known, prod
+from .ops.shapes import first, known, prod
 from .symbol.graph import topo_order
 from .symbol.infer import infer_graph_shapes, infer_graph_types
 
@@ -558,7 +558,7 @@ def _infer_for_bind(symbol, arg_nodes, aux_nodes, arg_arrays, aux_arrays):
         if not known(shape):
             raise MXNetError('bind: cannot infer the shape of output %s (got %s)'
                              % (node.output_names()[k] if node.op else node.name, shape))
-        out_types.append(type_table.get((id(node), k)) or np_dtype('float32'))
+        out_types.append(first(type_table.get((id(node), k)), np_dtype('float32')))
     return shapes, out_types
 
 
@@ -632,7 +632,7 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
 
     def dtype_of(node):
-        return torch_dtype(types.get((id(node), 0)) or 'float32')
+        return torch_dtype(first(types.get((id(node), 0)), 'float32'))
 
     def allocate(node, shape, shared, buffer_key=None):
         dt = dtype_of(node)
@@ -663,7 +663,7 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     for node in aux_nodes:
         aux_arrays.append(allocate(node, tuple(shapes[(id(node), 0)]),
                                    shared_aux.get(node.name)))
-    out_types = [types.get((id(n), k)) or np_dtype('float32') for n, k in symbol._entries]
+    out_types = [first(types.get((id(n), k)), np_dtype('float32')) for n, k in symbol._entries]
     for (node, k) in symbol._entries:
         if not known(shapes.get((id(node), k))):
             raise RuntimeError('simple_bind error: cannot infer the shape of output %s'

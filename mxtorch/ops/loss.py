@@ -8,7 +8,7 @@ import torch
 
 from .params import Bool, Enum, Float
 from .registry import OpDef, register
-from .shapes import merge, prod, same_shape
+from .shapes import first, merge, prod, same_shape
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,8 +105,8 @@ def _softmax_output_shape(p, ins, outs):
 
 
 def _label_type(p, ins, outs):
-    dt = ins[0] or outs[0]
-    return [dt, ins[1] or dt], [dt]
+    dt = first(ins[0], outs[0])
+    return [dt, first(ins[1], dt)], [dt]
 
 
 register(OpDef('SoftmaxOutput', _softmax_output,

@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from ..base import np_dtype, torch_dtype
 from .params import Bool, DType, Enum, Float, Int, Shape
 from .registry import OpDef, register
-from .shapes import check, known, merge, prod, same_shape
+from .shapes import first, merge, prod, same_shape
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,9 +101,9 @@ def _batch_norm_shape(p, ins, outs):
 
 
 def _batch_norm_type(p, ins, outs):
-    dt = ins[0] or outs[0]
+    dt = first(ins[0], outs[0])
     param = np_dtype('float32') if dt == np_dtype('float16') else dt
-    return [dt] + [s or param for s in ins[1:]], [dt, param, param]
+    return [dt] + [first(s, param) for s in ins[1:]], [dt, param, param]
 
 
 register(OpDef('BatchNorm', _batch_norm,
@@ -163,7 +163,7 @@ def _embedding_shape(p, ins, outs):
 
 def _embedding_type(p, ins, outs):
     dt = np_dtype(p.dtype)
-    return [ins[0] or np_dtype('float32'), dt], [dt]
+    return [first(ins[0], np_dtype('float32')), dt], [dt]
 
 
 register(OpDef('Embedding', _embedding,
@@ -208,7 +208,7 @@ def _softmax_like(kind):
 
 
 def _softmax_type(p, ins, outs):
-    dt = np_dtype(p.dtype) if p.dtype not in (None, 'None') else (ins[0] or outs[0])
+    dt = np_dtype(p.dtype) if p.dtype not in (None, 'None') else first(ins[0], outs[0])
     return [ins[0]] + ins[1:], [dt]
 
 

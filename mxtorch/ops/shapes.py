@@ -44,6 +44,11 @@ def same_shape(p, ins, outs):
     return [s] * len(ins), [s] * len(outs)
 
 
+def first(*values):
+    """The first value that is not None (dtypes are falsy in NumPy, so never use `or`)."""
+    return next((v for v in values if v is not None), None)
+
+
 def same_type(p, ins, outs):
     """Every input and output has one dtype (the default type rule)."""
     t = next((x for x in list(ins) + list(outs) if x is not None), None)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..base import MXNetError, CODE_DTYPES, np_dtype, torch_dtype
-from ..ops.shapes import ShapeError, known, merge, same_type, fmt
+from ..ops.shapes import ShapeError, first, known, merge, same_type, fmt
 from .graph import topo_order
 
 MAX_ROUNDS = 32
@@ -26,7 +26,7 @@ def _node_error(node, err):
 def _meta_outputs(node, ins, in_types):
     """Output (shapes, dtypes) of an op by running its forward on meta tensors."""
     op, p = node.op, node.params
-    tensors = [torch.empty(s, dtype=torch_dtype(t or 'float32'), device='meta')
+    tensors = [torch.empty(s, dtype=torch_dtype(first(t, 'float32')), device='meta')
                for s, t in zip(ins, in_types)]
     kwargs = {}
     if op.mode_dependent:
@@ -66,7 +66,7 @@ class _Table:
         except ShapeError:
             raise _node_error(node, '%s inconsistent, Provided = %s, inferred %s=%s'
                               % (self._what, _show(old), self._what.lower(), _show(value)))
-        if new != old:
+        if old is None or new != old:      # (np.dtype('float64') == None is True)
             self.values[key] = new
             self.changed = True
 
