@@ -15,3 +15,6 @@ from . import symbol
 from . import symbol as sym
 from . import symbol as symbol
 from . import executor
+from . import initializer
+from . import initializer as init
+from . import test_utils

@@ -1,3 +1,5 @@
 """The operator registry and every operator family (importing this registers them all)."""
 from .registry import OpDef, register, defop, get_op, find_op, all_ops, canonical_ops
-from . import elemwise, tensor, nn, loss, random  # noqa: F401  (each module registers its operators)
+# each module registers its operators on import
+from . import elemwise, tensor, nn, loss, random  # noqa: F401
+from . import conv, norm, activation, matrix, reduce, indexing  # noqa: F401

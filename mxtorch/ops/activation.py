@@ -1,0 +1,1 @@
+"""LeakyReLU and its variants (leaky, prelu, elu, selu, gelu, rrelu)."""

@@ -1,0 +1,1 @@
+"""Normalisation layers beyond BatchNorm: LayerNorm, InstanceNorm, GroupNorm, L2Normalization."""
