@@ -16,20 +16,17 @@ def known(shape):
     return shape is not None and all(d > 0 for d in shape)
 
 
-def merge(a, b):
-    """Unify two partial shapes; raise ShapeError when they disagree."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if len(a) != len(b):
-        raise ShapeError('expected %s, got %s' % (fmt(a), fmt(b)))
-    out = []
-    for x, y in zip(a, b):
-        if x and y and x != y:
-            raise ShapeError('expected %s, got %s' % (fmt(a), fmt(b)))
-        out.append(x or y)
-    return tuple(out)
+def merge(provided, inferred):
+    """Unify two partial shapes; raise ShapeError (in MXNet's words) when they disagree."""
+    if provided is None:
+        return inferred
+    if inferred is None:
+        return provided
+    if len(provided) != len(inferred) or any(
+            x and y and x != y for x, y in zip(provided, inferred)):
+        raise ShapeError('Shape inconsistent, Provided = [%s], inferred shape=%s'
+                         % (','.join(str(d) for d in provided), fmt(inferred)))
+    return tuple(x or y for x, y in zip(provided, inferred))
 
 
 def fmt(shape):

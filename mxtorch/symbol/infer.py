@@ -48,11 +48,10 @@ def _meta_outputs(node, ins, in_types):
 class _Table:
     """Partial shapes (or dtypes) of every output entry, keyed by (id(node), index)."""
 
-    def __init__(self, merge_fn, what):
+    def __init__(self, merge_fn):
         self.values = {}
         self.changed = False
         self._merge = merge_fn
-        self._what = what
 
     def get(self, entry):
         return self.values.get((id(entry[0]), entry[1]))
@@ -63,26 +62,19 @@ class _Table:
         old = self.values.get(key)
         try:
             new = self._merge(old, value)
-        except ShapeError:
-            raise _node_error(node, '%s inconsistent, Provided = %s, inferred %s=%s'
-                              % (self._what, _show(old), self._what.lower(), _show(value)))
+        except ShapeError as err:
+            raise _node_error(node, err) from None
         if old is None or new != old:      # (np.dtype('float64') == None is True)
             self.values[key] = new
             self.changed = True
 
 
-def _show(v):
-    if isinstance(v, tuple):
-        return '[%s]' % ','.join(str(d) for d in v)
-    return str(v)
-
-
-def _merge_type(a, b):
-    if a is None:
-        return b
-    if b is None or a == b:
-        return a
-    raise ShapeError('type mismatch')
+def _merge_type(provided, inferred):
+    if provided is None:
+        return inferred
+    if inferred is None or provided == inferred:
+        return provided
+    raise ShapeError('Type inconsistent, Provided = %s, inferred type=%s' % (provided, inferred))
 
 
 def _apply_rule(node, table, rule):
@@ -112,7 +104,7 @@ def _fixpoint(order, table, step):
 
 def infer_graph_shapes(order, given, types=None):
     """{(id(node), index): partial shape} for every entry; `given` maps id(variable) -> shape."""
-    table = _Table(merge, 'Shape')
+    table = _Table(merge)
     for node in order:
         if node.op is None:
             hint = _shape_hint(node)
@@ -140,7 +132,7 @@ def infer_graph_shapes(order, given, types=None):
 
 def infer_graph_types(order, given):
     """{(id(node), index): dtype or None}; `given` maps id(variable) -> dtype."""
-    table = _Table(_merge_type, 'Type')
+    table = _Table(_merge_type)
     for node in order:
         if node.op is None:
             dt = given.get(id(node))

@@ -215,11 +215,11 @@ def _upgrade(nodes, version):
 
 
 def _fix_hidden_keys(node):
+    for key in HIDDEN_KEYS:
+        if key in node.attrs:
+            node.attrs['__%s__' % key] = node.attrs.pop(key)
     names = None
     for key in list(node.attrs):
-        if key in HIDDEN_KEYS:
-            node.attrs['__%s__' % key] = node.attrs.pop(key)
-            continue
         for hidden in HIDDEN_KEYS:
             suffix = '_' + hidden
             if key.endswith(suffix) and key not in node.op.params:
