@@ -1,0 +1,8 @@
+"""mx.io: data descriptions, batches and data iterators."""
+from . import io, utils
+from .io import DataDesc, DataBatch, DataIter, ResizeIter, PrefetchingIter
+from .ndarray_iter import NDArrayIter
+from .csv_iter import CSVIter
+
+__all__ = ['DataDesc', 'DataBatch', 'DataIter', 'ResizeIter', 'PrefetchingIter', 'NDArrayIter',
+           'CSVIter']

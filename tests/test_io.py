@@ -1,0 +1,418 @@
+"""mx.io: golden NDArrayIter batching, reference fixtures and independent NumPy models."""
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+import mxtorch as mx
+import mxtorch.io as io
+from mxtorch.base import MXNetError
+
+from conftest import FIXTURES
+
+
+def _epochs_raw(it, epochs):
+    """The batches of each epoch, calling reset() after each epoch."""
+    out = []
+    for _ in range(epochs):
+        out.append(list(it))
+        it.reset()
+    return out
+
+
+def _epochs(it, epochs):
+    """Like _epochs_raw, each batch as {data, label, pad, index} of plain lists."""
+    return [[{'data': [d.asnumpy().tolist() for d in b.data],
+              'label': [l.asnumpy().tolist() for l in (b.label or [])],
+              'pad': b.pad,
+              'index': None if b.index is None else [int(i) for i in b.index]}
+             for b in epoch] for epoch in _epochs_raw(it, epochs)]
+
+
+def _descs(descs):
+    return [[d.name, list(d.shape), np.dtype(d.dtype).name, d.layout] for d in descs]
+
+
+@pytest.fixture
+def reference():
+    return json.loads((FIXTURES / 'io_reference.json').read_text())
+
+
+# ---- golden: NDArrayIter last_batch_handle -----------------------------------------------------
+@pytest.mark.parametrize('handle', ['pad', 'discard', 'roll_over'])
+def test_golden_last_batch_handle(golden, handle):
+    gold = json.loads((golden / 'io' / 'ndarrayiter.json').read_text())
+    expected = gold['handles'][handle]
+    it = io.NDArrayIter(np.array(gold['data'], dtype=np.float32),
+                        np.array(gold['label'], dtype=np.float32),
+                        batch_size=gold['batch_size'], shuffle=False, last_batch_handle=handle)
+    assert [[d.name, list(d.shape)] for d in it.provide_data] == expected['provide_data']
+    assert [[d.name, list(d.shape)] for d in it.provide_label] == expected['provide_label']
+    got = [[{'data': b['data'][0], 'label': b['label'][0], 'pad': b['pad'], 'index': b['index']}
+            for b in epoch] for epoch in _epochs(it, 3)]
+    assert got == expected['epochs']
+
+
+def test_golden_dict_input_no_label(golden):
+    expected = json.loads((golden / 'io' / 'ndarrayiter.json').read_text())['dict_input_no_label']
+    data = np.arange(20).reshape(10, 2)
+    it = io.NDArrayIter({'y': data + 100, 'x': data}, batch_size=5)
+    assert [[d.name, list(d.shape)] for d in it.provide_data] == expected['provide_data']
+    assert it.provide_label == expected['provide_label'] == []
+    batch = it.next()
+    assert batch.data[0].asnumpy().tolist() == expected['first_batch_data0']
+    assert batch.label == [] and batch.index is None
+
+
+# ---- reference fixtures (made by tests/fixtures/make_io_reference.py) -------------------------
+def test_reference_shuffle_order_for_numpy_seed(reference):
+    np.random.seed(0)
+    it = io.NDArrayIter(np.arange(10), np.arange(10) + 100, batch_size=4, shuffle=True)
+    assert _epochs(it, 3) == reference['shuffle_seed0_n10_b4_pad']
+
+
+def test_reference_roll_over_uneven(reference):
+    it = io.NDArrayIter(np.arange(10), np.arange(10) + 100, batch_size=3,
+                        last_batch_handle='roll_over')
+    assert _epochs(it, 4) == reference['roll_over_n10_b3']
+
+
+def test_reference_pad_batch_larger_than_data(reference):
+    it = io.NDArrayIter(np.arange(6).reshape(3, 2), np.arange(3), batch_size=8)
+    assert _epochs(it, 2) == reference['pad_n3_b8']
+
+
+def test_reference_resize(reference):
+    it = io.ResizeIter(io.NDArrayIter(np.arange(10), np.arange(10) + 100, batch_size=4), 5)
+    assert _epochs(it, 2) == reference['resize_5_reset_internal']
+    it = io.ResizeIter(io.NDArrayIter(np.arange(10), np.arange(10) + 100, batch_size=4), 2,
+                       reset_internal=False)
+    assert _epochs(it, 3) == reference['resize_2_no_reset_internal']
+
+
+def test_reference_prefetching_renamed(reference):
+    data = np.arange(10)
+    it = io.PrefetchingIter(
+        [io.NDArrayIter(data, data + 100, batch_size=4),
+         io.NDArrayIter({'x': data * 2}, {'y': data * 3}, batch_size=4)],
+        rename_data=[{'data': 'd1'}, {'x': 'd2'}],
+        rename_label=[{'softmax_label': 'l1'}, {'y': 'l2'}])
+    expected = reference['prefetch_two_renamed']
+    assert _descs(it.provide_data) == expected['provide_data']
+    assert _descs(it.provide_label) == expected['provide_label']
+    assert _epochs(it, 2) == expected['epochs']
+
+
+@pytest.fixture
+def csv_files(tmp_path):
+    data_csv, label_csv = tmp_path / 'd.csv', tmp_path / 'l.csv'
+    np.savetxt(data_csv, np.arange(30).reshape(10, 3), delimiter=',', fmt='%g')
+    np.savetxt(label_csv, np.arange(10) + 100, delimiter=',', fmt='%g')
+    return str(data_csv), str(label_csv)
+
+
+@pytest.mark.parametrize('key', ['round1_b4', 'round1_b3', 'round1_b12', 'round0_b4',
+                                 'round0_b3'])
+def test_reference_csv(reference, csv_files, key):
+    round_batch, batch_size = key[5] == '1', int(key.split('_b')[1])
+    it = io.CSVIter(data_csv=csv_files[0], data_shape=(3,), label_csv=csv_files[1],
+                    batch_size=batch_size, round_batch=round_batch)
+    expected = reference['csv_n10'][key]
+    assert _descs(it.provide_data) == expected['provide_data']
+    assert _descs(it.provide_label) == expected['provide_label']
+    assert _epochs(it, 4) == expected['epochs']
+
+
+def test_reference_csv_without_label(reference, csv_files):
+    it = io.CSVIter(data_csv=csv_files[0], data_shape=(3, 1), batch_size=4, dtype='int32')
+    expected = reference['csv_n10']['no_label_int32_b4']
+    assert _descs(it.provide_data) == expected['provide_data']
+    assert _descs(it.provide_label) == expected['provide_label']
+    assert _epochs(it, 1) == expected['epochs']
+
+
+# ---- CSVIter against a NumPy model -------------------------------------------------------------
+def _csv_model(num_rows, batch_size, round_batch, epochs):
+    """Expected (rows, pad) per batch per epoch, written from the documented semantics."""
+    out, start, previous = [], 0, [i % num_rows for i in range(batch_size)]
+    for _ in range(epochs):
+        pos, batches = (start if round_batch else 0), []
+        while pos < num_rows:
+            if round_batch:
+                rows = [(pos + i) % num_rows for i in range(batch_size)]
+            else:
+                valid = min(batch_size, num_rows - pos)
+                rows = list(range(pos, pos + valid)) + previous[valid:]
+            batches.append((rows, max(0, pos + batch_size - num_rows)))
+            previous, pos = rows, pos + batch_size
+        start = pos - num_rows if pos > num_rows else 0
+        out.append(batches)
+    return out
+
+
+@pytest.mark.parametrize('round_batch', [True, False])
+@pytest.mark.parametrize('batch_size', [2, 3, 5, 7])
+def test_csv_round_batch_model(tmp_path, round_batch, batch_size):
+    rows = np.arange(14, dtype=np.float32).reshape(7, 2) * 10
+    np.savetxt(tmp_path / 'd.csv', rows, delimiter=',', fmt='%g')
+    np.savetxt(tmp_path / 'l.csv', np.arange(7) + 0.5, delimiter=',', fmt='%g')
+    it = io.CSVIter(data_csv=str(tmp_path / 'd.csv'), data_shape=(2,),
+                    label_csv=str(tmp_path / 'l.csv'), batch_size=batch_size,
+                    round_batch=round_batch)
+    got = _epochs(it, 5)
+    expected = _csv_model(7, batch_size, round_batch, 5)
+    assert [[(b['index'], b['pad']) for b in epoch] for epoch in got] == expected
+    for epoch, model in zip(got, expected):
+        for batch, (index, _) in zip(epoch, model):
+            assert batch['data'] == [rows[index].tolist()]
+            assert batch['label'] == [(np.array(index) + 0.5).tolist()]
+
+
+def test_csv_shapes_dtypes_and_errors(tmp_path):
+    np.savetxt(tmp_path / 'd.csv', np.arange(24).reshape(4, 6), delimiter=',', fmt='%d')
+    np.savetxt(tmp_path / 'l.csv', np.arange(8).reshape(4, 2), delimiter=',', fmt='%d')
+    data_csv, label_csv = str(tmp_path / 'd.csv'), str(tmp_path / 'l.csv')
+    it = io.CSVIter(data_csv=data_csv, data_shape=(2, 3), label_csv=label_csv, label_shape=(2,),
+                    batch_size=2, dtype='int64')
+    batch = it.next()
+    assert batch.data[0].shape == (2, 2, 3) and batch.data[0].dtype == np.int64
+    assert batch.label[0].asnumpy().tolist() == [[0, 1], [2, 3]]
+    assert batch.index.dtype == np.uint64 and batch.index.tolist() == [0, 1]
+    assert it.provide_label == [('softmax_label', (2, 2))]
+    with pytest.raises(MXNetError, match='hold 6 values, but the shape'):
+        io.CSVIter(data_csv=data_csv, data_shape=(4,), batch_size=2)
+    with pytest.raises(ValueError, match='dtype must be one of'):
+        io.CSVIter(data_csv=data_csv, data_shape=(6,), batch_size=2, dtype='float16')
+    with pytest.raises(TypeError, match='batch_size'):
+        io.CSVIter(data_csv=data_csv, data_shape=(6,))
+
+
+def test_csv_batches_are_views_unless_wrapped(csv_files):
+    it = io.CSVIter(data_csv=csv_files[0], data_shape=(3,), batch_size=4)
+    first, second, wrapped = list(it)
+    assert first.data[0]._tensor._base is second.data[0]._tensor._base is not None
+    assert wrapped.data[0]._tensor._base is None
+
+
+def test_csv_mid_epoch_reset_restarts_at_row_zero(csv_files):
+    it = io.CSVIter(data_csv=csv_files[0], data_shape=(3,), batch_size=4)
+    it.next()
+    it.reset()
+    assert [b.index.tolist() for b in it] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1]]
+
+
+def test_csv_num_parts(tmp_path):
+    np.savetxt(tmp_path / 'd.csv', np.arange(11), delimiter=',', fmt='%d')
+    seen = []
+    for part in range(3):
+        it = io.CSVIter(data_csv=str(tmp_path / 'd.csv'), data_shape=(1,), batch_size=2,
+                        round_batch=False, num_parts=3, part_index=part)
+        batches = list(it)
+        rows = [int(i) for b in batches for i in b.index[:len(b.index) - b.pad]]
+        data = [float(v) for b in batches for v in b.data[0].asnumpy().ravel()[:2 - b.pad]]
+        assert rows == list(range(11 * part // 3, 11 * (part + 1) // 3))
+        assert data == [float(r) for r in rows]
+        seen += rows
+    assert seen == list(range(11))
+    with pytest.raises(ValueError, match='part_index'):
+        io.CSVIter(data_csv=str(tmp_path / 'd.csv'), data_shape=(1,), batch_size=2,
+                   num_parts=3, part_index=3)
+
+
+# ---- NDArrayIter: inputs, shuffle, sharding, views ---------------------------------------------
+def test_input_forms_names_and_dtypes():
+    columns = [np.full((6, 1), i, dtype=np.int64) for i in range(12)]
+    it = io.NDArrayIter(columns, batch_size=2)
+    names = [d.name for d in it.provide_data]
+    assert names == sorted('_%d_data' % i for i in range(12))
+    assert names[:3] == ['_0_data', '_10_data', '_11_data']
+    batch = it.next()
+    assert [int(d.asnumpy()[0, 0]) for d in batch.data] == [int(n.split('_')[1]) for n in names]
+    assert all(d.dtype == np.float32 for d in batch.data)
+    kept = mx.nd.array(np.arange(6), dtype='int32')
+    it = io.NDArrayIter([kept], label=[np.arange(6)], batch_size=4, label_name='lab')
+    assert it.provide_data == [('data', (4,))] and it.provide_data[0].dtype == np.int32
+    assert it.provide_label == [('lab', (4,))]
+    assert it.next().data[0].dtype == np.int32
+    with pytest.raises(ValueError, match='data must be given'):
+        io.NDArrayIter(None)
+    with pytest.raises(TypeError, match='Input must be'):
+        io.NDArrayIter('abc')
+    with pytest.raises(TypeError, match="Invalid type str for 'a'"):
+        io.NDArrayIter({'a': 'abc'})
+    with pytest.raises(ValueError, match='last_batch_handle must be one of'):
+        io.NDArrayIter(np.zeros(4), last_batch_handle='keep')
+    with pytest.raises(ValueError, match='same number of samples'):
+        io.NDArrayIter(np.zeros(4), np.zeros(3))
+
+
+@pytest.mark.parametrize('handle', ['pad', 'discard', 'roll_over'])
+def test_shuffle_covers_every_sample_once_per_epoch(handle):
+    n, batch_size = 12, 4
+    data = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+    it = io.NDArrayIter(data, np.arange(n) * 10, batch_size=batch_size, shuffle=True,
+                        last_batch_handle=handle)
+    orders = []
+    for _ in range(3):
+        order = []
+        for batch in it:
+            rows, labels = batch.data[0].asnumpy(), batch.label[0].asnumpy()
+            np.testing.assert_array_equal(rows, data[(labels / 10).astype(int)])
+            order += labels.astype(int).tolist()
+        assert sorted(order) == list(range(0, n * 10, 10))
+        orders.append(order)
+        it.reset()
+    assert orders[0] != orders[1] or orders[1] != orders[2]
+    assert orders[0] != sorted(orders[0])
+
+
+def test_num_parts_shards_contiguously():
+    n = 10
+    data, label = np.arange(n * 2).reshape(n, 2), np.arange(n)
+    shards = []
+    for part in range(3):
+        it = io.NDArrayIter(data, label, batch_size=2, last_batch_handle='discard',
+                            num_parts=3, part_index=part)
+        start, stop = n * part // 3, n * (part + 1) // 3
+        assert it.num_data == stop - start
+        got = [int(v) for b in it for v in b.label[0].asnumpy()]
+        assert got == list(range(start, start + (stop - start) // 2 * 2))
+        shuffled = io.NDArrayIter(data, label, batch_size=1, shuffle=True, num_parts=3,
+                                  part_index=part)
+        shards.append(sorted(int(b.label[0].asscalar()) for b in shuffled))
+    assert shards == [[0, 1, 2], [3, 4, 5], [6, 7, 8, 9]]
+    with pytest.raises(ValueError, match='num_parts'):
+        io.NDArrayIter(data, num_parts=0)
+    with pytest.raises(ValueError, match='is empty'):
+        io.NDArrayIter(np.zeros(2), num_parts=3, part_index=0)
+
+
+def test_batches_are_views_and_padding_copies():
+    source = mx.nd.array(np.arange(10))
+    it = io.NDArrayIter(source, batch_size=4)
+    first = it.next()
+    first.data[0][0] = 42          # a view: writes through to the source
+    assert source.asnumpy()[0] == 42
+    it.next()
+    padded = it.next()
+    assert padded.pad == 2 and padded.data[0].asnumpy().tolist() == [8, 9, 42, 1]
+    padded.data[0][0] = -1
+    assert source.asnumpy()[8] == 8
+
+
+def test_layout_batch_axis():
+    data = np.arange(5 * 3 * 2).reshape(3, 5, 2)         # T, N, C
+    it = io.NDArrayIter(data, batch_size=2, layout='TNC', last_batch_handle='pad')
+    assert it.provide_data == [('data', (3, 2, 2))] and it.provide_data[0].layout == 'TNC'
+    batches = [b.data[0].asnumpy() for b in it]
+    assert len(batches) == 3
+    np.testing.assert_array_equal(batches[2], data[:, [4, 0]])
+    it = io.NDArrayIter(np.zeros((5, 3, 4, 6)), batch_size=2, layout='NHWC')
+    assert repr(it.provide_data) == "[DataDesc[data,(2, 3, 4, 6),<class 'numpy.float32'>,NHWC]]"
+    with pytest.raises(ValueError, match="layout must contain 'N'"):
+        io.NDArrayIter(np.zeros(4), layout='TC')
+
+
+def test_roll_over_hard_reset_forgets_held_samples():
+    it = io.NDArrayIter(np.arange(10), batch_size=4, last_batch_handle='roll_over')
+    assert len(list(it)) == 2
+    it.hard_reset()
+    assert [b.data[0].asnumpy().tolist() for b in it] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert it.getpad() == 0
+    assert not it.iter_next()
+    with pytest.raises(MXNetError, match='call reset'):
+        it.getdata()
+
+
+# ---- DataDesc, DataBatch, DataIter, ResizeIter, PrefetchingIter ---------------------------------
+def test_data_desc():
+    desc = io.DataDesc('data', (4, 3))
+    assert repr(desc) == "DataDesc[data,(4, 3),<class 'numpy.float32'>,NCHW]"
+    assert desc == ('data', (4, 3))
+    name, shape = desc
+    assert (name, shape, desc.dtype, desc.layout) == ('data', (4, 3), np.float32, 'NCHW')
+    assert pickle.loads(pickle.dumps(io.DataDesc('x', (1,), np.int32, 'NC'))).layout == 'NC'
+    assert io.DataDesc.get_batch_axis(None) == 0
+    assert io.DataDesc.get_batch_axis('TNC') == 1
+    assert io.DataDesc.get_batch_axis('TC') == -1
+    descs = io.DataDesc.get_list([('a', (1, 2)), ('b', (3,))], [('a', np.int32), ('b', 'float16')])
+    assert [(d.name, d.shape, d.dtype) for d in descs] == [('a', (1, 2), np.int32),
+                                                           ('b', (3,), 'float16')]
+    assert io.DataDesc.get_list([('a', (1, 2))], None)[0].dtype == np.float32
+
+
+def test_data_batch():
+    batch = io.DataBatch([mx.nd.zeros((2, 3))], [mx.nd.zeros((2,))], pad=1, bucket_key=5)
+    assert str(batch) == 'DataBatch: data shapes: [(2, 3)] label shapes: [(2,)]'
+    assert str(io.DataBatch([mx.nd.zeros((2, 3))], [])).endswith('label shapes: None')
+    assert (batch.pad, batch.index, batch.bucket_key, batch.provide_data) == (1, None, 5, None)
+    with pytest.raises(AssertionError, match='Data must be list of NDArrays'):
+        io.DataBatch(mx.nd.zeros((2, 3)))
+    with pytest.raises(AssertionError, match='Label must be list of NDArrays'):
+        io.DataBatch([mx.nd.zeros((2, 3))], mx.nd.zeros((2,)))
+
+
+def test_data_iter_protocol():
+    class Countdown(io.DataIter):
+        def __init__(self):
+            super().__init__(batch_size=2)
+            self.left = 3
+
+        def iter_next(self):
+            self.left -= 1
+            return self.left >= 0
+
+        def getdata(self):
+            return [mx.nd.full((2,), self.left)]
+
+        def getlabel(self):
+            return []
+
+        def getpad(self):
+            return 0
+
+    it = Countdown()
+    assert iter(it) is it and it.batch_size == 2
+    batches = list(it)
+    assert [b.data[0].asnumpy()[0] for b in batches] == [2, 1, 0]
+    assert batches[0].index is None
+    assert list(io.DataIter()) == []
+
+
+def test_resize_against_model():
+    inner = io.NDArrayIter(np.arange(7), batch_size=3, last_batch_handle='discard')
+    it = io.ResizeIter(inner, 5, reset_internal=False)
+    assert it.provide_data == inner.provide_data and it.batch_size == 3
+    # the inner iterator yields the batches starting at 0 and 3, and restarts when it runs out;
+    # without reset_internal the second epoch continues where the first one stopped
+    firsts = [[int(b.data[0].asnumpy()[0]) for b in epoch] for epoch in _epochs_raw(it, 2)]
+    assert firsts == [[0, 3, 0, 3, 0], [3, 0, 3, 0, 3]]
+
+
+def test_prefetching_single_iter_and_errors():
+    it = io.PrefetchingIter(io.NDArrayIter(np.arange(10), batch_size=4))
+    assert it.provide_label == [] and it.batch_size == 4
+    for _ in range(2):
+        batches = list(it)
+        assert [b.data[0].asnumpy().tolist() for b in batches] == [
+            [0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1]]
+        assert [b.pad for b in batches] == [0, 0, 2] and batches[0].label == []
+        it.reset()
+    assert it.getpad() == 2 and it.getindex() is None
+
+    uneven = io.PrefetchingIter([io.NDArrayIter(np.arange(10), batch_size=4),
+                                 io.NDArrayIter(np.arange(10), batch_size=4,
+                                                last_batch_handle='discard')])
+    with pytest.raises(MXNetError, match='different points'):
+        list(uneven)
+
+    class Broken(io.DataIter):
+        provide_data = [io.DataDesc('data', (1,))]
+        provide_label = []
+
+        def next(self):
+            raise RuntimeError('disk on fire')
+
+    with pytest.raises(RuntimeError, match='disk on fire'):
+        io.PrefetchingIter(Broken()).next()
