@@ -375,7 +375,7 @@ class _BinaryMetric(EvalMetric):
     'micro' scores the counts pooled since the last reset_local (global: since reset), weighted
     by the number of examples.
     """
-    _score = None
+    _score = None   # f(tp, fp, fn, tn), set by each subclass
 
     def __init__(self, name, output_names, label_names, average):
         if average not in ('macro', 'micro'):
