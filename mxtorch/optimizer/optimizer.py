@@ -1,0 +1,980 @@
+"""Optimizers and the Updater (`mx.optimizer`): MXNet 1.9.1's update rules on torch tensors.
+
+* `update(index, weight, grad, state)` changes `weight` and the state arrays in place: the tensor
+  behind each NDArray handle is mutated, never rebound, because executors and kvstores hold the
+  same handles.
+* Hyper-parameters, counters and multipliers carry MXNet's attribute names, so an optimizer
+  pickled by one library reads back in the other (`Updater.get_states(dump_optimizer=True)`).
+* The SGD family and Adam state their rule once over a list of weights (`_step`) with torch's
+  multi-tensor `_foreach_*` kernels; the Updater hands them up to `aggregate_num` same-dtype
+  weights per call. The result equals updating the weights one at a time.
+"""
+import math
+import os
+import warnings
+
+import numpy as np
+import torch
+
+from ..ndarray.ndarray import NDArray, zeros
+from . import serialization
+
+__all__ = ['Optimizer', 'register', 'create', 'SGD', 'ccSGD', 'NAG', 'Signum', 'FTML', 'LARS',
+           'LAMB', 'DCASGD', 'SGLD', 'Adam', 'AdaGrad', 'RMSProp', 'AdaDelta', 'Ftrl', 'Adamax',
+           'Nadam', 'Test', 'Updater', 'get_updater']
+
+
+def _aggregation_size(default):
+    """How many weights one aggregated update takes (env MXNET_OPTIMIZER_AGGREGATION_SIZE)."""
+    raw = os.environ.get('MXNET_OPTIMIZER_AGGREGATION_SIZE', str(default))
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError('MXNET_OPTIMIZER_AGGREGATION_SIZE must be an integer, got %r'
+                         % raw) from None
+
+
+def _tensors(arrays):
+    return [a._tensor for a in arrays]
+
+
+class Optimizer:
+    """Base class: learning-rate and weight-decay bookkeeping, update counters, state creation,
+    multi-precision and the registry behind `mx.optimizer.create`.
+
+    A custom optimizer overrides `create_state(index, weight)` and
+    `update(index, weight, grad, state)`, and registers itself with `@mx.optimizer.register`.
+    """
+    opt_registry = {}
+    # multi-precision state layout: (fp32 master, state), or (state, fp32 master) when True
+    _master_last = False
+
+    def __init__(self, rescale_grad=1.0, param_idx2name=None, wd=0.0, clip_gradient=None,
+                 learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
+                 multi_precision=False, param_dict=None):
+        self.rescale_grad = rescale_grad
+        self.lr_scheduler = lr_scheduler
+        if learning_rate is None and lr_scheduler is None:
+            learning_rate = 0.01
+        self.lr = learning_rate
+        if lr_scheduler is not None and learning_rate is not None \
+                and lr_scheduler.base_lr != learning_rate:
+            print(UserWarning('learning rate from ``lr_scheduler`` has been overwritten by '
+                              '``learning_rate`` in optimizer.'))
+            lr_scheduler.base_lr = learning_rate
+        self.wd = wd
+        self.lr_mult = {}
+        self.wd_mult = {}
+        self.begin_num_update = begin_num_update
+        self.num_update = begin_num_update
+        self._all_index_update_counts = {0: {}}
+        self._index_update_count = self._all_index_update_counts[0]
+        self.clip_gradient = clip_gradient
+        self.multi_precision = multi_precision
+        self.aggregate_num = 0
+        if param_idx2name is None:
+            param_idx2name = {}
+        if not isinstance(param_idx2name, dict):
+            raise TypeError('param_idx2name should be a dict of param indexes to names, got %s'
+                            % type(param_idx2name).__name__)
+        self.idx2name = param_idx2name.copy()
+        self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
+        self.param_dict = param_dict if param_dict else {}
+        self.allow_np_array = False
+        self.set_lr_mult({})
+        self.set_wd_mult({})
+
+    # ---- registry ------------------------------------------------------------------------------
+    @staticmethod
+    def register(klass):
+        """Class decorator: make `klass` creatable by its lowercased class name."""
+        if not isinstance(klass, type):
+            raise TypeError('register expects an optimizer class, got %r' % (klass,))
+        name = klass.__name__.lower()
+        old = Optimizer.opt_registry.get(name)
+        if old is not None and old is not klass:
+            warnings.warn('WARNING: New optimizer %s.%s is overriding existing optimizer %s.%s'
+                          % (klass.__module__, klass.__name__, old.__module__, old.__name__),
+                          stacklevel=2)
+        Optimizer.opt_registry[name] = klass
+        return klass
+
+    @staticmethod
+    def create_optimizer(name, **kwargs):
+        """Instantiate the optimizer registered under `name` (case-insensitive)."""
+        if not isinstance(name, str):
+            raise TypeError('optimizer name must be a str, got %s' % type(name).__name__)
+        klass = Optimizer.opt_registry.get(name.lower())
+        if klass is None:
+            raise ValueError('Cannot find optimizer %s (registered: %s)'
+                             % (name, ', '.join(sorted(Optimizer.opt_registry))))
+        return klass(**kwargs)
+
+    # ---- learning rate -------------------------------------------------------------------------
+    @property
+    def learning_rate(self):
+        if self.lr_scheduler is not None:
+            return self.lr_scheduler(self.num_update)
+        return self.lr
+
+    def set_learning_rate(self, lr):
+        if self.lr_scheduler is not None:
+            raise UserWarning('LRScheduler of the optimizer has already been defined. Note that '
+                              'set_learning_rate can mutate the value of the learning rate of the '
+                              'optimizer only when the LRScheduler of the optimizer is undefined.')
+        self.lr = lr
+
+    def _sym_mults(self, key):
+        """{argument name: float} for the arguments of `sym` carrying attribute `key`."""
+        if not self.sym_info:
+            return {}
+        attrs, arg_names = self.sym_info
+        return {name: float(attrs[name][key]) for name in arg_names
+                if key in attrs.get(name, {})}
+
+    def set_lr_mult(self, args_lr_mult):
+        """lr multipliers by index or name: the symbol's `__lr_mult__` attrs, then
+        `args_lr_mult`."""
+        self.lr_mult = self._sym_mults('__lr_mult__')
+        self.lr_mult.update(args_lr_mult)
+
+    def set_wd_mult(self, args_wd_mult):
+        """wd multipliers: 0 for every named parameter not ending in `_weight` or `_gamma`, then
+        the symbol's `__wd_mult__` attrs, then `args_wd_mult`."""
+        self.wd_mult = {name: 0.0 for name in self.idx2name.values()
+                        if not (name.endswith('_weight') or name.endswith('_gamma'))}
+        self.wd_mult.update(self._sym_mults('__wd_mult__'))
+        self.wd_mult.update(args_wd_mult)
+
+    # ---- counters and per-parameter lr / wd ----------------------------------------------------
+    def _set_current_context(self, device_id):
+        """Switch to the update counters of device `device_id` (one counter dict per device)."""
+        self._index_update_count = self._all_index_update_counts.setdefault(device_id, {})
+
+    def _update_count(self, index):
+        for idx in index if isinstance(index, (list, tuple)) else [index]:
+            count = self._index_update_count.get(idx, self.begin_num_update) + 1
+            self._index_update_count[idx] = count
+            self.num_update = max(count, self.num_update)
+
+    def _scaled(self, indices, base, mults, attr):
+        values = []
+        for index in indices:
+            if index in self.param_dict:
+                values.append(base * getattr(self.param_dict[index], attr))
+            elif index in mults:
+                values.append(base * mults[index])
+            elif index in self.idx2name:
+                values.append(base * mults.get(self.idx2name[index], 1.0))
+            else:
+                values.append(base)
+        return values
+
+    def _get_lrs(self, indices):
+        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        return self._scaled(indices, lr, self.lr_mult, 'lr_mult')
+
+    def _get_wds(self, indices):
+        return self._scaled(indices, self.wd, self.wd_mult, 'wd_mult')
+
+    def _get_lr(self, index):
+        return self._get_lrs([index])[0]
+
+    def _get_wd(self, index):
+        return self._get_wds([index])[0]
+
+    # ---- states --------------------------------------------------------------------------------
+    def create_state(self, index, weight):
+        """The optimizer state of one weight (None, an NDArray or a tuple of them)."""
+        return None
+
+    def _uses_master(self, weight):
+        return bool(self.multi_precision) and weight.dtype == np.float16
+
+    def create_state_multi_precision(self, index, weight):
+        """Like create_state, plus an fp32 master copy for fp16 weights under multi_precision."""
+        if self._uses_master(weight):
+            master = weight.astype(np.float32)
+            state = self.create_state(index, master)
+            return (state, master) if self._master_last else (master, state)
+        if weight.dtype == np.float16:
+            warnings.warn('Accumulating with float16 in optimizer can lead to poor accuracy or '
+                          'slow convergence. Consider using multi_precision=True option of the '
+                          '%s optimizer' % type(self).__name__)
+        return self.create_state(index, weight)
+
+    # ---- updates -------------------------------------------------------------------------------
+    def update(self, index, weight, grad, state):
+        """Update `weight` (and `state`) in place from `grad`. Custom optimizers override this."""
+        self._step([index], [weight], [grad], [state])
+
+    def _step(self, indices, weights, grads, states):
+        """The rule over lists of weights; the built-in list rules override this."""
+        raise NotImplementedError('optimizer %s defines no update rule: override '
+                                  'update(index, weight, grad, state)' % type(self).__name__)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        """Update one weight, or lists of same-dtype weights (all four arguments lists).
+
+        With multi_precision, an fp16 weight is updated through its fp32 master copy, and
+        then becomes the master's cast.
+        """
+        if isinstance(index, (list, tuple)):
+            indices, weights, grads, states = list(index), list(weight), list(grad), list(state)
+        else:
+            indices, weights, grads, states = [index], [weight], [grad], [state]
+        if not weights:
+            return
+        if not self._uses_master(weights[0]):
+            self._apply(indices, weights, grads, states)
+            return
+        masters, inner = [], []
+        for idx, pair in zip(indices, states):
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                raise ValueError('multi_precision state of parameter %r must be a pair holding '
+                                 'the fp32 master weight, got %r' % (idx, pair))
+            master, rest = (pair[1], pair[0]) if self._master_last else pair
+            masters.append(master)
+            inner.append(rest)
+        self._apply(indices, masters, [g.astype(np.float32) for g in grads], inner)
+        with torch.no_grad():
+            for weight16, master in zip(weights, masters):
+                weight16._tensor.copy_(master._tensor)
+
+    def _apply(self, indices, weights, grads, states):
+        # a class that overrides update() gets one call per weight; built-in list rules run once
+        if type(self).update is Optimizer.update:
+            self._step(indices, weights, grads, states)
+        else:
+            for args in zip(indices, weights, grads, states):
+                self.update(*args)
+
+    # ---- shared pieces of the rules ------------------------------------------------------------
+    def _clip_bound(self):
+        clip = self.clip_gradient
+        return float(clip) if clip and clip > 0 else None
+
+    def _grads(self, grads, weights=None, wds=None):
+        """New tensors clip(rescale_grad * g), or clip(rescale_grad * g + wd * w) with weights."""
+        out = list(torch._foreach_mul(grads, float(self.rescale_grad)))
+        if weights is not None:
+            _add_decay(out, weights, wds)
+        bound = self._clip_bound()
+        if bound is not None:
+            torch._foreach_clamp_min_(out, -bound)
+            torch._foreach_clamp_max_(out, bound)
+        return out
+
+    def _grad(self, grad, weight=None, wd=0.0):
+        """Single-tensor `_grads`."""
+        return self._grads([grad], None if weight is None else [weight], [wd])[0]
+
+    # ---- pickling ------------------------------------------------------------------------------
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop('param_dict', None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.param_dict = {}
+
+
+register = Optimizer.register
+create = Optimizer.create_optimizer
+
+
+def _add_decay(tensors, weights, wds):
+    """tensors += wd * weight, in place."""
+    if any(wds):
+        torch._foreach_add_(tensors, torch._foreach_mul(weights, [float(wd) for wd in wds]))
+
+
+def _momentum_step(weights, steps, moms, momentum):
+    """weights += steps; where a momentum buffer exists: m = momentum * m + step, weights += m."""
+    buffered = [i for i, m in enumerate(moms) if m is not None]
+    if buffered:
+        bufs = [moms[i]._tensor for i in buffered]
+        torch._foreach_mul_(bufs, float(momentum))
+        torch._foreach_add_(bufs, [steps[i] for i in buffered])
+        for i, buf in zip(buffered, bufs):
+            steps[i] = buf
+    torch._foreach_add_(weights, steps)
+
+
+@register
+class SGD(Optimizer):
+    """SGD with optional momentum (the buffer holds lr-scaled, sign-negative steps):
+
+        m = momentum * m - lr * (clip(rescale_grad * grad) + wd * weight);  weight += m
+
+    momentum=0 keeps no state. `lazy_update` only concerns row_sparse gradients, which mxtorch
+    stores densely; it is accepted and kept.
+    """
+    _master_last = True
+
+    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.lazy_update = lazy_update
+        self.aggregate_num = _aggregation_size(4)
+
+    def create_state(self, index, weight):
+        if self.momentum == 0.0:
+            return None
+        return zeros(weight.shape, weight.context, dtype=weight.dtype)
+
+    def _step(self, indices, weights, grads, states):
+        self._update_count(indices)
+        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+        w = _tensors(weights)
+        with torch.no_grad():
+            steps = self._grads(_tensors(grads))           # the weight decay comes after the clip
+            _add_decay(steps, w, wds)
+            torch._foreach_mul_(steps, [-float(lr) for lr in lrs])
+            _momentum_step(w, steps, states, self.momentum)
+
+
+@register
+class ccSGD(SGD):
+    """Alias of SGD kept for old scripts."""
+
+
+@register
+class NAG(Optimizer):
+    """Nesterov accelerated SGD. With G = clip(rescale_grad * grad) and m the momentum buffer:
+
+        m = momentum * m
+        weight = weight - m + (momentum + 1) * (m - lr * (G + wd * weight))
+        m = m - lr * (G + wd * weight)        (weight here is the already updated one)
+
+    momentum=0 is plain SGD.
+    """
+    _master_last = True
+
+    def __init__(self, momentum=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.aggregate_num = _aggregation_size(4)
+
+    def create_state(self, index, weight):
+        if self.momentum == 0.0:
+            return None
+        return zeros(weight.shape, weight.context, dtype=weight.dtype)
+
+    def _step(self, indices, weights, grads, states):
+        self._update_count(indices)
+        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+        wds = [float(wd) for wd in wds]
+        neg_lrs = [-float(lr) for lr in lrs]
+        w = _tensors(weights)
+        with torch.no_grad():
+            g = self._grads(_tensors(grads))
+            steps = [x.clone() for x in g]
+            _add_decay(steps, w, wds)
+            torch._foreach_mul_(steps, neg_lrs)                     # -lr * (G + wd * w)
+            buffered = [i for i, s in enumerate(states) if s is not None]
+            if buffered:
+                moms = [states[i]._tensor for i in buffered]
+                bw = [w[i] for i in buffered]
+                torch._foreach_mul_(moms, float(self.momentum))
+                torch._foreach_sub_(bw, moms)
+                torch._foreach_add_(bw, torch._foreach_mul(
+                    torch._foreach_add(moms, [steps[i] for i in buffered]), self.momentum + 1))
+                # the momentum's weight decay sees the new weight
+                bg = [g[i] for i in buffered]
+                _add_decay(bg, bw, [wds[i] for i in buffered])
+                torch._foreach_mul_(bg, [neg_lrs[i] for i in buffered])
+                torch._foreach_add_(moms, bg)
+            plain = [i for i, s in enumerate(states) if s is None]
+            if plain:
+                torch._foreach_add_([w[i] for i in plain], [steps[i] for i in plain])
+
+
+@register
+class Adam(Optimizer):
+    """Adam; the bias correction is folded into the step size and epsilon is not corrected:
+
+        G = clip(rescale_grad * grad + wd * weight)
+        m = beta1 * m + (1 - beta1) * G;  v = beta2 * v + (1 - beta2) * G^2
+        weight -= lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon)
+    """
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 lazy_update=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.lazy_update = lazy_update
+        self.aggregate_num = _aggregation_size(4)
+
+    def create_state(self, index, weight):
+        return (zeros(weight.shape, weight.context, dtype=weight.dtype),
+                zeros(weight.shape, weight.context, dtype=weight.dtype))
+
+    def _step(self, indices, weights, grads, states):
+        self._update_count(indices)
+        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+        step_sizes = []
+        for idx, lr in zip(indices, lrs):
+            t = self._index_update_count[idx]
+            step_sizes.append(-lr * math.sqrt(1. - self.beta2 ** t) / (1. - self.beta1 ** t))
+        w = _tensors(weights)
+        means = [s[0]._tensor for s in states]
+        variances = [s[1]._tensor for s in states]
+        with torch.no_grad():
+            g = self._grads(_tensors(grads), w, wds)
+            torch._foreach_mul_(means, self.beta1)
+            torch._foreach_add_(means, g, alpha=1. - self.beta1)
+            torch._foreach_mul_(variances, self.beta2)
+            torch._foreach_addcmul_(variances, g, g, value=1. - self.beta2)
+            denom = torch._foreach_sqrt(variances)
+            torch._foreach_add_(denom, self.epsilon)
+            torch._foreach_addcdiv_(w, means, denom, step_sizes)
+
+
+@register
+class AdaGrad(Optimizer):
+    """AdaGrad, with a float32 history h whatever the weight's dtype:
+
+        G = clip(rescale_grad * grad);  h += G^2;  weight -= lr * (G / sqrt(h + eps) + wd * weight)
+    """
+
+    def __init__(self, eps=1e-7, **kwargs):
+        super().__init__(**kwargs)
+        self.float_stable_eps = eps
+
+    def create_state(self, index, weight):
+        return zeros(weight.shape, weight.context)
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        w, h = weight._tensor, state._tensor
+        with torch.no_grad():
+            g = self._grad(grad._tensor)
+            h.addcmul_(g, g)
+            w.sub_((g / torch.sqrt(h + self.float_stable_eps) + wd * w) * lr)
+
+
+@register
+class RMSProp(Optimizer):
+    """RMSProp (Tieleman & Hinton), or the centered variant of Graves when centered=True.
+
+        G = clip(rescale_grad * grad + wd * weight);  n = (1 - gamma1) * G^2 + gamma1 * n
+        plain:    weight -= lr * G / sqrt(n + epsilon)
+        centered: g = (1 - gamma1) * G + gamma1 * g
+                  delta = gamma2 * delta - lr * G / sqrt(n - g^2 + epsilon);  weight += delta
+    then weight is clipped to [-clip_weights, clip_weights] when clip_weights is set. The state
+    (n,) or (n, g, delta) is float32.
+    """
+
+    def __init__(self, learning_rate=0.001, gamma1=0.9, gamma2=0.9, epsilon=1e-8,
+                 centered=False, clip_weights=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.gamma1 = gamma1
+        self.gamma2 = gamma2
+        self.centered = centered
+        self.epsilon = epsilon
+        self.clip_weights = clip_weights
+
+    def create_state(self, index, weight):
+        count = 3 if self.centered else 1
+        return tuple(zeros(weight.shape, weight.context) for _ in range(count))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        w = weight._tensor
+        g1 = self.gamma1
+        with torch.no_grad():
+            g = self._grad(grad._tensor, w, wd)
+            n = state[0]._tensor
+            n.mul_(g1).addcmul_(g, g, value=1. - g1)
+            if not self.centered:
+                w.addcdiv_(g, torch.sqrt(n + self.epsilon), value=-lr)
+            else:
+                mean, delta = state[1]._tensor, state[2]._tensor
+                mean.mul_(g1).add_(g, alpha=1. - g1)
+                delta.mul_(self.gamma2).addcdiv_(g, torch.sqrt(n - mean * mean + self.epsilon),
+                                                 value=-lr)
+                w.add_(delta)
+            if self.clip_weights:
+                w.clamp_(-self.clip_weights, self.clip_weights)
+
+
+@register
+class AdaDelta(Optimizer):
+    """AdaDelta (no learning rate):
+
+        G = clip(rescale_grad * grad);  acc_g = rho * acc_g + (1 - rho) * G^2
+        d = sqrt(acc_delta + epsilon) / sqrt(acc_g + epsilon) * G
+        acc_delta = rho * acc_delta + (1 - rho) * d^2;  weight -= d + wd * weight
+
+    As in MXNet, the gradient array itself is multiplied by rescale_grad in place.
+    """
+
+    def __init__(self, rho=0.90, epsilon=1e-5, **kwargs):
+        super().__init__(**kwargs)
+        self.rho = rho
+        self.epsilon = epsilon
+
+    def create_state(self, index, weight):
+        return (zeros(weight.shape, weight.context), zeros(weight.shape, weight.context))
+
+    def update(self, index, weight, grad, state):
+        wd = self._get_wd(index)
+        self._update_count(index)
+        w = weight._tensor
+        acc_g, acc_delta = state[0]._tensor, state[1]._tensor
+        rho = self.rho
+        with torch.no_grad():
+            g = grad._tensor.mul_(self.rescale_grad)
+            bound = self._clip_bound()
+            if bound is not None:
+                g = g.clamp(-bound, bound)
+            acc_g.mul_(rho).addcmul_(g, g, value=1. - rho)
+            delta = torch.sqrt(acc_delta + self.epsilon) / torch.sqrt(acc_g + self.epsilon) * g
+            acc_delta.mul_(rho).addcmul_(delta, delta, value=1. - rho)
+            w.sub_(delta + wd * w)
+
+
+@register
+class Adamax(Optimizer):
+    """AdaMax (Adam with the infinity norm):
+
+        G = clip(rescale_grad * grad + wd * weight)
+        m = beta1 * m + (1 - beta1) * G;  u = max(beta2 * u, |G|)
+        weight -= lr / (1 - beta1^t) * m / u
+    """
+
+    def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+
+    def create_state(self, index, weight):
+        return (zeros(weight.shape, weight.context, dtype=weight.dtype),
+                zeros(weight.shape, weight.context, dtype=weight.dtype))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        w = weight._tensor
+        m, u = state[0]._tensor, state[1]._tensor
+        with torch.no_grad():
+            g = self._grad(grad._tensor, w, wd)
+            m.mul_(self.beta1).add_(g, alpha=1. - self.beta1)
+            torch.maximum(u * self.beta2, g.abs(), out=u)
+            w.sub_(lr / (1. - self.beta1 ** t) * m / u)
+
+
+@register
+class Nadam(Optimizer):
+    """Nesterov Adam. mu_t = beta1 * (1 - 0.5 * 0.96^(t * schedule_decay)); the running product
+    `m_schedule` of the mu_t is one number for the whole optimizer, multiplied at every update
+    of every parameter (as in MXNet).
+
+        G = clip(rescale_grad * grad + wd * weight)
+        m = beta1 * m + (1 - beta1) * G;  v = beta2 * v + (1 - beta2) * G^2
+        weight -= lr * ((1 - mu_t) * G / (1 - M) + mu_{t+1} * m / (1 - M * mu_{t+1}))
+                     / (sqrt(v / (1 - beta2^t)) + epsilon)        with M = m_schedule
+    """
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 schedule_decay=0.004, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.schedule_decay = schedule_decay
+        self.m_schedule = 1.
+
+    def create_state(self, index, weight):
+        return (zeros(weight.shape, weight.context, dtype=weight.dtype),
+                zeros(weight.shape, weight.context, dtype=weight.dtype))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        mu_t = self.beta1 * (1. - 0.5 * 0.96 ** (t * self.schedule_decay))
+        mu_next = self.beta1 * (1. - 0.5 * 0.96 ** ((t + 1) * self.schedule_decay))
+        self.m_schedule = self.m_schedule * mu_t
+        m_schedule_next = self.m_schedule * mu_next
+        w = weight._tensor
+        m, v = state[0]._tensor, state[1]._tensor
+        with torch.no_grad():
+            g = self._grad(grad._tensor, w, wd)
+            m.mul_(self.beta1).add_(g, alpha=1. - self.beta1)
+            v.mul_(self.beta2).addcmul_(g, g, value=1. - self.beta2)
+            g_prime = g / (1. - self.m_schedule)
+            m_prime = m / (1. - m_schedule_next)
+            v_prime = v / (1. - self.beta2 ** t)
+            m_bar = (1. - mu_t) * g_prime + mu_next * m_prime
+            w.sub_(lr * m_bar / (torch.sqrt(v_prime) + self.epsilon))
+
+
+@register
+class Ftrl(Optimizer):
+    """FTRL-Proximal. State (z, n), float32. With G = clip(rescale_grad * grad):
+
+        z += G - (sqrt(n + G^2) - sqrt(n)) * weight / lr;  n += G^2
+        weight = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd)  where |z| > lamda1, else 0
+    """
+
+    def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.lamda1 = lamda1
+        self.beta = beta
+
+    def create_state(self, index, weight):
+        return (zeros(weight.shape, weight.context), zeros(weight.shape, weight.context))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        wd, lr = self._get_wd(index), self._get_lr(index)
+        w = weight._tensor
+        z, n = state[0]._tensor, state[1]._tensor
+        with torch.no_grad():
+            g = self._grad(grad._tensor)
+            z.add_(g - (torch.sqrt(n + g * g) - torch.sqrt(n)) * w / lr)
+            n.addcmul_(g, g)
+            shrunk = (torch.sign(z) * self.lamda1 - z) / ((self.beta + torch.sqrt(n)) / lr + wd)
+            w.copy_(torch.where(z.abs() > self.lamda1, shrunk, torch.zeros_like(shrunk)))
+
+
+@register
+class Signum(Optimizer):
+    """Signum (SignSGD with momentum). With G = clip(rescale_grad * grad):
+
+        m = momentum * m - (1 - momentum) * (wd * weight + G)
+        weight = (1 - lr * wd_lh) * weight + lr * sign(m)
+    momentum=0 is SignSGD: weight = (1 - lr * wd) * weight - lr * sign(G), no state.
+    """
+
+    def __init__(self, learning_rate=0.01, momentum=0.9, wd_lh=0.0, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.momentum = momentum
+        self.wd_lh = wd_lh
+
+    def create_state(self, index, weight):
+        if self.momentum == 0.0:
+            return None
+        return zeros(weight.shape, weight.context, dtype=weight.dtype)
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        w = weight._tensor
+        with torch.no_grad():
+            g = self._grad(grad._tensor)
+            if state is None:
+                w.mul_(1. - lr * wd).sub_(torch.sign(g), alpha=lr)
+                return
+            m = state._tensor
+            m.mul_(self.momentum).sub_(g.add_(w, alpha=wd), alpha=1. - self.momentum)
+            w.mul_(1. - lr * self.wd_lh).add_(torch.sign(m), alpha=lr)
+
+
+@register
+class FTML(Optimizer):
+    """Follow The Moving Leader. State (d, v, z). With G = clip(rescale_grad * grad + wd * weight):
+
+        v = beta2 * v + (1 - beta2) * G^2
+        d_t = (1 - beta1^t) / lr * (sqrt(v / (1 - beta2^t)) + epsilon)
+        z = beta1 * z + (1 - beta1) * G - (d_t - beta1 * d) * weight;  d = d_t;  weight = -z / d_t
+    """
+
+    def __init__(self, beta1=0.6, beta2=0.999, epsilon=1e-8, **kwargs):
+        super().__init__(**kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+
+    def create_state(self, index, weight):
+        return tuple(zeros(weight.shape, weight.context, dtype=weight.dtype) for _ in range(3))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        w = weight._tensor
+        d, v, z = (s._tensor for s in state)
+        b1, b2 = self.beta1, self.beta2
+        with torch.no_grad():
+            g = self._grad(grad._tensor, w, wd)
+            v.mul_(b2).addcmul_(g, g, value=1. - b2)
+            d_t = (1. - b1 ** t) / lr * (torch.sqrt(v / (1. - b2 ** t)) + self.epsilon)
+            z.mul_(b1).add_(g, alpha=1. - b1).sub_((d_t - b1 * d) * w)
+            d.copy_(d_t)
+            w.copy_(-z / d_t)
+
+
+@register
+class LAMB(Optimizer):
+    """LAMB (layer-wise adaptive moments). With G = clip(rescale_grad * grad):
+
+        m, v as in Adam, bias corrected when bias_correction
+        u = m / (sqrt(v) + epsilon) + wd * weight
+        r1 = ||weight|| (clamped to [lower_bound, upper_bound] when set);  r2 = ||u||
+        weight -= lr * (r1 / r2 if r1 > 0 and r2 > 0 else 1) * u
+    """
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6,
+                 lower_bound=None, upper_bound=None, bias_correction=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+        self.bias_correction = bias_correction
+        self.aggregate_num = max(1, min(45, _aggregation_size(45)))
+
+    def create_state(self, index, weight):
+        return (zeros(weight.shape, weight.context, dtype=weight.dtype),
+                zeros(weight.shape, weight.context, dtype=weight.dtype))
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        w = weight._tensor
+        m, v = state[0]._tensor, state[1]._tensor
+        with torch.no_grad():
+            g = self._grad(grad._tensor)
+            m.mul_(self.beta1).add_(g, alpha=1. - self.beta1)
+            v.mul_(self.beta2).addcmul_(g, g, value=1. - self.beta2)
+            m_hat, v_hat = m, v
+            if self.bias_correction:
+                m_hat = m / (1. - self.beta1 ** t)
+                v_hat = v / (1. - self.beta2 ** t)
+            u = m_hat / (torch.sqrt(v_hat) + self.epsilon) + wd * w
+            r1 = torch.linalg.vector_norm(w)
+            if self.lower_bound is not None:
+                r1 = r1.clamp(min=self.lower_bound)
+            if self.upper_bound is not None:
+                r1 = r1.clamp(max=self.upper_bound)
+            r2 = torch.linalg.vector_norm(u)
+            ratio = torch.where((r1 > 0) & (r2 > 0), r1 / r2, torch.ones_like(r1))
+            w.sub_(u * (ratio * lr))
+
+
+@register
+class LARS(Optimizer):
+    """SGD with layer-wise adaptive rate scaling. For a weight whose name does not end in
+    gamma, beta or bias, the rate becomes
+
+        lr * eta * ||w|| / (||rescale_grad * g|| + wd * ||w|| + eps)   (when both norms are > 0)
+
+    and the SGD momentum rule follows. With momentum_correction the momentum is scaled by
+    lr / previous lr when a scheduler changes the rate. Weight decay defaults to 0 for every
+    named parameter not ending in `_weight`.
+    """
+    _master_last = True
+
+    def __init__(self, momentum=0.0, lazy_update=True, eta=0.001, eps=0,
+                 momentum_correction=True, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.momentum_correction = momentum_correction
+        self.lazy_update = lazy_update
+        self.aggregate_num = _aggregation_size(4)
+        self.eta = eta
+        self.eps = eps
+        self.skip = 0
+        self.last_lr = None
+        self.cur_lr = None
+
+    def set_wd_mult(self, args_wd_mult):
+        self.wd_mult = {name: 0.0 for name in self.idx2name.values()
+                        if not name.endswith('_weight')}
+        self.wd_mult.update(self._sym_mults('__wd_mult__'))
+        self.wd_mult.update(args_wd_mult)
+
+    def _get_lrs(self, indices):
+        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        if self.cur_lr is not None:
+            self.last_lr = self.cur_lr
+        self.cur_lr = lr
+        return self._scaled(indices, lr, self.lr_mult, 'lr_mult')
+
+    def create_state(self, index, weight):
+        if self.momentum == 0.0:
+            return None
+        return zeros(weight.shape, weight.context, dtype=weight.dtype)
+
+    def _scales_rate(self, index):
+        name = self.idx2name.get(index, str(index))
+        return not (name.endswith('gamma') or name.endswith('beta') or name.endswith('bias'))
+
+    def _step(self, indices, weights, grads, states):
+        self._update_count(indices)
+        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+        momentum = self.momentum
+        if self.momentum_correction and self.last_lr:
+            momentum = momentum * self.cur_lr / self.last_lr
+        w = _tensors(weights)
+        raw = _tensors(grads)
+        with torch.no_grad():
+            steps = self._grads(raw)
+            for i, (idx, lr, wd) in enumerate(zip(indices, lrs, wds)):
+                steps[i].add_(w[i], alpha=wd)
+                if self._scales_rate(idx):
+                    w_norm = torch.linalg.vector_norm(w[i])
+                    g_norm = torch.linalg.vector_norm(raw[i]) * self.rescale_grad
+                    trust = self.eta * w_norm / (g_norm + wd * w_norm + self.eps)
+                    lr = lr * torch.where((w_norm > 0) & (g_norm > 0), trust,
+                                          torch.ones_like(trust))
+                steps[i].mul_(-lr)
+            _momentum_step(w, steps, states, momentum)
+
+
+@register
+class SGLD(Optimizer):
+    """Stochastic Gradient Langevin Dynamics: with G = clip(rescale_grad * grad),
+    weight += -lr / 2 * (G + wd * weight) + N(0, sqrt(lr)) noise (torch's generator)."""
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        w = weight._tensor
+        with torch.no_grad():
+            g = self._grad(grad._tensor)
+            w.add_(g.add_(w, alpha=wd), alpha=-lr / 2)
+            w.add_(torch.randn_like(w), alpha=math.sqrt(lr))
+
+
+@register
+class DCASGD(Optimizer):
+    """Delay-compensated asynchronous SGD. State (momentum or None, previous weight):
+
+        G = clip(rescale_grad * grad)
+        delta = -lr * (G + wd * weight + lamda * G^2 * (weight - previous))
+        m = momentum * m + delta (m = delta when momentum is 0);  previous = weight;  weight += m
+
+    (MXNet 1.9.1 fails on any momentum > 0 here; mxtorch runs the rule above.)
+    """
+
+    def __init__(self, momentum=0.0, lamda=0.04, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.weight_previous = {}
+        self.lamda = lamda
+
+    def create_state(self, index, weight):
+        mom = None
+        if self.momentum != 0.0:
+            mom = zeros(weight.shape, weight.context, dtype=weight.dtype)
+        return (mom, weight.copy())
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        w = weight._tensor
+        mom, previous = state
+        with torch.no_grad():
+            g = self._grad(grad._tensor)
+            delta = (g + wd * w + self.lamda * g * g * (w - previous._tensor)) * -lr
+            if mom is not None:
+                delta = mom._tensor.mul_(self.momentum).add_(delta)
+            previous._tensor.copy_(w)
+            w.add_(delta)
+
+
+@register
+class Test(Optimizer):
+    """A trivial optimizer for tests: weight += rescale_grad * grad; the state keeps a copy of
+    the weight. It does not count updates."""
+
+    def create_state(self, index, weight):
+        return zeros(weight.shape, weight.context)
+
+    def update(self, index, weight, grad, state):
+        with torch.no_grad():
+            weight._tensor.add_(grad._tensor * self.rescale_grad)
+            state._tensor.copy_(weight._tensor)
+
+
+# ---------------------------------------------------------------------------------------------
+class Updater:
+    """Applies an optimizer to weights by index, keeping one state per index.
+
+    `updater(index, grad, weight)` (grad before weight); the three may be lists. States are
+    created on first use; states loaded by `set_states` move to their weight's device on first use.
+    """
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self.states = {}
+        self.states_synced = {}
+
+    def __call__(self, index, grad, weight):
+        if isinstance(index, (list, tuple)):
+            indices, grads, weights = list(index), list(grad), list(weight)
+            if not len(indices) == len(grads) == len(weights):
+                raise ValueError('index, grad and weight lists must have the same length, got '
+                                 '%d, %d and %d' % (len(indices), len(grads), len(weights)))
+        else:
+            indices, grads, weights = [index], [grad], [weight]
+        if not weights:
+            return
+        opt = self.optimizer
+        opt._set_current_context(weights[0].context.device_id)
+        indices = [i.decode('utf-8') if isinstance(i, bytes) else i for i in indices]
+        for idx, w in zip(indices, weights):
+            if idx not in self.states:
+                self.states[idx] = opt.create_state_multi_precision(idx, w)
+                self.states_synced[idx] = True
+            elif not self.states_synced.get(idx, False):
+                self.states[idx] = self.sync_state_context(self.states[idx], w.context)
+                self.states_synced[idx] = True
+        if opt.aggregate_num <= 0:
+            for idx, w, g in zip(indices, weights, grads):
+                opt.update_multi_precision(idx, w, g, self.states[idx])
+            return
+        groups = {}
+        for idx, w, g in zip(indices, weights, grads):
+            groups.setdefault((w._tensor.dtype, w._tensor.device), []).append((idx, w, g))
+        size = opt.aggregate_num
+        for members in groups.values():
+            for start in range(0, len(members), size):
+                chunk_idx, chunk_w, chunk_g = zip(*members[start:start + size])
+                opt.update_multi_precision(list(chunk_idx), list(chunk_w), list(chunk_g),
+                                           [self.states[i] for i in chunk_idx])
+
+    def sync_state_context(self, state, context):
+        """`state` (an NDArray or a tuple/list of them) on `context`."""
+        if isinstance(state, NDArray):
+            return state.as_in_context(context)
+        if isinstance(state, (tuple, list)):
+            return type(state)(self.sync_state_context(s, context) for s in state)
+        return state
+
+    def set_states(self, states):
+        """Load states pickled by `get_states` (or by MXNet); a (states, optimizer) pair also
+        replaces the optimizer. Only arrays, containers and optimizer/scheduler objects load."""
+        loaded = serialization.loads(states)
+        opt = self.optimizer
+        if isinstance(loaded, tuple) and len(loaded) == 2:
+            loaded, opt = loaded
+            if not isinstance(opt, Optimizer):
+                raise ValueError('a (states, optimizer) pickle must hold an Optimizer second, '
+                                 'got %s' % type(opt).__name__)
+        if not isinstance(loaded, dict):
+            raise ValueError('optimizer states must unpickle to a dict index -> state, got %s'
+                             % type(loaded).__name__)
+        self.states, self.optimizer = loaded, opt
+        self.states_synced = dict.fromkeys(self.states, False)
+
+    def get_states(self, dump_optimizer=False):
+        """The states pickled in MXNet's form; with dump_optimizer, the pair (states, optimizer)."""
+        return serialization.dumps((self.states, self.optimizer) if dump_optimizer else self.states)
+
+
+def get_updater(optimizer):
+    """An Updater applying `optimizer`."""
+    return Updater(optimizer)
