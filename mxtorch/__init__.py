@@ -17,4 +17,7 @@ from . import symbol as symbol
 from . import executor
 from . import initializer
 from . import initializer as init
+from . import optimizer, lr_scheduler
+from . import metric
+from . import io
 from . import test_utils

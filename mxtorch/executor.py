@@ -147,7 +147,7 @@ class Executor:
         self._leaf_positions = [i for i, (req, g) in enumerate(zip(grad_reqs, grad_arrays))
                                 if req != 'null' and g is not None
                                 and self.arg_arrays[i]._tensor.dtype.is_floating_point]
-        self._head_kinds = [n.op.head_grad if n.op is not None else 'required'
+        self._head_kinds = [n.op.head_grad(n.params) if n.op is not None else 'required'
                             for n, _ in symbol._entries]
         self._last = None
         self._monitor = None
@@ -289,10 +289,10 @@ class Executor:
         for k, (head, given, kind) in enumerate(zip(last['heads'], grads, self._head_kinds)):
             if kind == 'zero' or not head.requires_grad:
                 continue
-            if given is not None:
-                head_grads.append(given._tensor.to(head.dtype))
-            elif kind == 'ignored':
+            if kind == 'ignored':                 # loss outputs carry their own gradient
                 head_grads.append(torch.ones_like(head))
+            elif given is not None:
+                head_grads.append(given._tensor.to(head.dtype))
             else:
                 raise MXNetError('Because the last operator is not Loss function, head_gradient '
                                  'is required when calling backward. (output %s has none)'

@@ -229,7 +229,8 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-3, rto
                    aux_states=aux)
     outputs = exe.forward(is_train=use_forward_train)
     projections = [np.random.normal(0, 0.01, size=o.shape).astype(np.float64) for o in outputs]
-    head_kinds = [n.op.head_grad if n.op is not None else 'required' for n, _ in sym._entries]
+    head_kinds = [n.op.head_grad(n.params) if n.op is not None else 'required'
+                  for n, _ in sym._entries]
     if any(k == 'ignored' for k in head_kinds):
         raise MXNetError('check_numeric_gradient needs outputs without custom loss gradients; '
                          'compare loss operators with check_symbolic_backward')

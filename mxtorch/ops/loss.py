@@ -1,8 +1,9 @@
 """Loss outputs and gradient controls whose gradients are MXNet's own, not autograd's.
 
-SoftmaxOutput and the regression outputs ignore the head gradient and return their own
-(normalised) gradient; MakeLoss returns a constant gradient; BlockGrad stops it. Each is a
-torch.autograd.Function, so the executor's single autograd call produces MXNet's numbers.
+SoftmaxOutput and the regression outputs return their own (normalised) gradient and ignore the
+head gradient; MakeLoss returns a constant gradient; BlockGrad stops it. Each attaches its
+gradient with `attach_gradient`, in plain torch ops, so the executor's one autograd call yields
+MXNet's numbers with no Python in the backward pass.
 """
 import torch
 
@@ -11,83 +12,81 @@ from .registry import OpDef, register
 from .shapes import first, merge, prod, same_shape
 
 
+def attach_gradient(value, x, grad):
+    """`value` in the forward pass; in the backward its gradient w.r.t. x is `grad` (times the
+    head gradient, which the executor sets to ones for loss outputs)."""
+    if not (torch.is_grad_enabled() and x.requires_grad):
+        return value
+    return value.detach() + (x - x.detach()) * grad.detach()
+
+
 # ---------------------------------------------------------------------------------------------
 # SoftmaxOutput
 # ---------------------------------------------------------------------------------------------
 def _softmax_layout(p, data):
-    """(probabilities, class axis) for SoftmaxOutput's three layouts."""
+    """Probabilities for SoftmaxOutput's three layouts."""
     if p.multi_output:
-        return torch.softmax(data, dim=1), 1
+        return torch.softmax(data, dim=1)
     if p.preserve_shape:
-        return torch.softmax(data, dim=-1), data.dim() - 1
-    flat = data.reshape(data.shape[0], -1)
-    return torch.softmax(flat, dim=1).reshape(data.shape), None
+        return torch.softmax(data, dim=-1)
+    return torch.softmax(data.reshape(data.shape[0], -1), dim=1).reshape(data.shape)
+
+
+_CLASS_INDICES = {}
+
+
+def _class_indices(k, device):
+    """arange(k) as a (1, k, 1) row, cached: comparing labels with it gives the one-hot mask."""
+    key = (k, device)
+    row = _CLASS_INDICES.get(key)
+    if row is None:
+        row = _CLASS_INDICES[key] = torch.arange(k, device=device).reshape(1, k, 1)
+    return row
 
 
 def _softmax_output_grad(p, prob, label):
+    """MXNet's SoftmaxOutput gradient w.r.t. data (before any head gradient)."""
     if label.shape == prob.shape:                       # label is a distribution
         return (prob - label) * p.grad_scale
-    if p.multi_output:
-        n, k = prob.shape[0], prob.shape[1]
-        lab = label.reshape(n, -1).long()
-        probs = prob.reshape(n, k, -1)
-        axis, spatial = 1, probs.shape[2]
-    elif p.preserve_shape:
-        k = prob.shape[-1]
-        probs = prob.reshape(-1, k)
-        lab = label.reshape(-1).long()
-        axis, spatial = 1, 1
+    n = prob.shape[0]
+    if p.multi_output:                                  # classes on axis 1, positions after it
+        probs = prob.reshape(n, prob.shape[1], -1)
+        lab = label.reshape(n, 1, -1)
+    elif p.preserve_shape:                              # classes on the last axis
+        probs = prob.reshape(-1, prob.shape[-1], 1)
+        lab = label.reshape(-1, 1, 1)
+    else:                                               # one class axis over the flattened rest
+        probs = prob.reshape(n, -1, 1)
+        lab = label.reshape(-1)[:n].reshape(n, 1, 1)    # MXNet reads the first n labels
+    k, spatial = probs.shape[1], probs.shape[2]
+    onehot = (_class_indices(k, prob.device) == lab.long()).to(prob.dtype)
+    if p.smooth_alpha > 0:                               # target 1-a on the label, a/(k-1) off it
+        off = p.smooth_alpha / (k - 1)
+        grad = probs - off - onehot * (1.0 - p.smooth_alpha - off)
     else:
-        n = prob.shape[0]
-        probs = prob.reshape(n, -1)
-        k = probs.shape[1]
-        lab = label.reshape(-1)[:n].long()            # MXNet reads the first n labels
-        axis, spatial = 1, 1
-    valid_label = (lab >= 0) & (lab < k)
-    target = torch.zeros_like(probs)
-    if p.smooth_alpha > 0:
-        target += p.smooth_alpha / (k - 1)
-        on = 1.0 - p.smooth_alpha
-    else:
-        on = 1.0
-    onehot = torch.zeros_like(probs).scatter_(axis, lab.clamp(0, k - 1).unsqueeze(axis),
-                                              1.0) * valid_label.unsqueeze(axis)
-    target = torch.where(onehot > 0, torch.full_like(probs, on), target)
-    grad = probs - target
-    not_ignored = lab != int(p.ignore_label)
-    if p.use_ignore:
-        grad = grad * not_ignored.unsqueeze(axis).to(grad.dtype)
+        grad = probs - onehot
+    if p.use_ignore or p.normalization == 'valid':
+        kept = lab != p.ignore_label
+        if p.use_ignore:
+            grad = grad * kept
     if p.normalization == 'valid':
-        scale = p.grad_scale / max(1, int(not_ignored.sum()))
+        scale = p.grad_scale / max(1, int(kept.sum()))
     elif p.normalization == 'batch':
-        scale = p.grad_scale / (label.numel() if not p.multi_output else spatial * prob.shape[0])
+        scale = p.grad_scale / (spatial * n if p.multi_output else label.numel())
     else:
         scale = p.grad_scale / spatial if p.multi_output else p.grad_scale
-    return (grad * scale).reshape(prob.shape)
-
-
-class _SoftmaxOutputFn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, data, label, p):
-        prob, _ = _softmax_layout(p, data)
-        ctx.p = p
-        ctx.save_for_backward(prob, label)
-        return prob
-
-    @staticmethod
-    def backward(ctx, head_grad):
-        prob, label = ctx.saved_tensors
-        grad = _softmax_output_grad(ctx.p, prob, label)
-        if ctx.p.out_grad:
-            grad = grad * head_grad
-        return grad, None, None
+    if scale != 1.0:
+        grad = grad * scale
+    return grad.reshape(prob.shape)
 
 
 def _softmax_output(p, data, label):
-    """Softmax probabilities; backward gives (p - onehot(label)) scaled, ignoring head grads."""
-    if torch.is_grad_enabled() and data.requires_grad:
-        return _SoftmaxOutputFn.apply(data, label, p)
-    return _softmax_layout(p, data)[0]
+    """Softmax probabilities; backward gives (p - onehot(label)) scaled, ignoring head grads
+    (unless out_grad, which multiplies by them)."""
+    with torch.no_grad():
+        prob = _softmax_layout(p, data)
+    return attach_gradient(prob, data, _softmax_output_grad(p, prob, label)) \
+        if torch.is_grad_enabled() and data.requires_grad else prob
 
 
 def _softmax_output_shape(p, ins, outs):
@@ -115,7 +114,8 @@ register(OpDef('SoftmaxOutput', _softmax_output,
                        'preserve_shape': Bool(False),
                        'normalization': Enum(('batch', 'null', 'valid'), 'null'),
                        'out_grad': Bool(False), 'smooth_alpha': Float(0.0)},
-               inputs=('data', 'label'), head_grad='ignored',
+               inputs=('data', 'label'),
+               head_grad=lambda p: 'required' if p.out_grad else 'ignored',
                infer_shape=_softmax_output_shape, infer_type=_label_type,
                aliases=('Softmax',)))
 
@@ -123,33 +123,21 @@ register(OpDef('SoftmaxOutput', _softmax_output,
 # ---------------------------------------------------------------------------------------------
 # Regression outputs
 # ---------------------------------------------------------------------------------------------
-class _RegressionFn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, data, label, kind, grad_scale):
-        out = torch.sigmoid(data) if kind == 'logistic' else data.clone()
-        ctx.kind, ctx.grad_scale = kind, grad_scale
-        ctx.save_for_backward(out, label)
-        return out
-
-    @staticmethod
-    def backward(ctx, head_grad):
-        out, label = ctx.saved_tensors
-        num_output = label.numel() // label.shape[0] if label.dim() else 1
-        diff = out - label.reshape(out.shape).to(out.dtype)
-        if ctx.kind == 'mae':
-            diff = torch.where(diff > 0, torch.ones_like(diff), -torch.ones_like(diff))
-        return diff * (ctx.grad_scale / num_output), None, None, None
-
-
 def _regression(kind):
     def forward(p, data, label):
-        if torch.is_grad_enabled() and data.requires_grad:
-            return _RegressionFn.apply(data, label, kind, p.grad_scale)
-        return torch.sigmoid(data) if kind == 'logistic' else data.clone()
+        out = torch.sigmoid(data) if kind == 'logistic' else data
+        if not (torch.is_grad_enabled() and data.requires_grad):
+            return out if kind == 'logistic' else out.clone()
+        num_output = label.numel() // label.shape[0] if label.dim() else 1
+        diff = out.detach() - label.reshape(out.shape).to(out.dtype)
+        if kind == 'mae':
+            diff = torch.where(diff > 0, 1.0, -1.0).to(out.dtype)
+        return attach_gradient(out, data, diff * (p.grad_scale / num_output))
+    forward.__name__ = kind + '_regression_output'
     forward.__doc__ = ('%s regression output: the forward is %s; backward gives '
                        'grad_scale / num_output * (out - label)%s, ignoring head gradients.'
                        % (kind.capitalize(), 'sigmoid' if kind == 'logistic' else 'identity',
-                          ' * sign' if kind == 'mae' else ''))
+                          ' with sign' if kind == 'mae' else ''))
     return forward
 
 
@@ -171,37 +159,24 @@ for _name, _kind in (('LinearRegressionOutput', 'linear'), ('LogisticRegressionO
 # ---------------------------------------------------------------------------------------------
 # MakeLoss, make_loss, BlockGrad
 # ---------------------------------------------------------------------------------------------
-class _ConstantGradFn(torch.autograd.Function):
-    """Identity forward; backward returns a constant-filled gradient (per MakeLoss rules)."""
-    @staticmethod
-    def forward(ctx, data, p):
-        ctx.p = p
-        ctx.save_for_backward(data)
-        return data.clone()
-
-    @staticmethod
-    def backward(ctx, head_grad):
-        (data,) = ctx.saved_tensors
-        p = ctx.p
-        if p is None:
-            return torch.ones_like(data), None
-        if p.normalization == 'batch':
-            scale = p.grad_scale / max(1, data.numel() // data.shape[-1])
-        elif p.normalization == 'valid':
-            scale = p.grad_scale / max(1, int((data > p.valid_thresh).sum()))
-        else:
-            scale = p.grad_scale
-        return torch.full_like(data, scale), None
-
-
 def _make_loss(p, data):
     """Identity; its gradient is grad_scale (normalised by batch or valid count)."""
-    return _ConstantGradFn.apply(data, p) if data.requires_grad else data.clone()
+    if not (torch.is_grad_enabled() and data.requires_grad):
+        return data.clone()
+    if p.normalization == 'batch':
+        scale = p.grad_scale / max(1, data.numel() // data.shape[-1])
+    elif p.normalization == 'valid':
+        scale = p.grad_scale / max(1, int((data > p.valid_thresh).sum()))
+    else:
+        scale = p.grad_scale
+    return attach_gradient(data, data, torch.full_like(data, scale))
 
 
 def _make_loss_lower(p, data):
     """Identity whose gradient is ones (the output is named <name>_loss)."""
-    return _ConstantGradFn.apply(data, None) if data.requires_grad else data.clone()
+    if not (torch.is_grad_enabled() and data.requires_grad):
+        return data.clone()
+    return attach_gradient(data, data, torch.ones_like(data))
 
 
 register(OpDef('MakeLoss', _make_loss,

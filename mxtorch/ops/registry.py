@@ -18,8 +18,9 @@ JSON and NDArray code are generic over it and never name a specific operator:
   shapes (weights from data). Shapes are tuples with 0 for an unknown dim, None when unknown.
   Without a rule, output shapes come from running `forward` on meta tensors.
 * `infer_type(p, in_types, out_types)` -> (in_types, out_types); default: one dtype for all.
-* `head_grad`: 'required' (normal), 'ignored' (loss outputs supply their own gradient) or 'zero'
-  (BlockGrad: the output's gradient is identically zero).
+* `head_grad`: 'required' (normal), 'ignored' (loss outputs supply their own gradient; the
+  executor feeds ones) or 'zero' (BlockGrad: the output's gradient is identically zero); or a
+  function of the params giving one of those.
 * `update_aux(p, aux, outputs)` -> new aux values after a training pass (BatchNorm's moving
   averages); the executor commits them.
 * `init_hints`: {input name: initializer JSON} put on variables bound to those inputs.
@@ -57,8 +58,7 @@ class OpDef:
         self.creation = creation
         self.infer_shape = infer_shape
         self.infer_type = infer_type
-        assert head_grad in ('required', 'ignored', 'zero')
-        self.head_grad = head_grad
+        self._head_grad = _as_fn((head_grad,)) if isinstance(head_grad, str) else head_grad
         self.update_aux = update_aux
         self.init_hints = dict(init_hints or {})
         self.aliases = tuple(aliases)
@@ -112,6 +112,11 @@ class OpDef:
         """Suffixes used by list_outputs: 'output' alone, else the declared names."""
         names = self.output_names(p)[:self.num_visible_outputs(p)]
         return names
+
+    def head_grad(self, p):
+        """'required', 'ignored' or 'zero': what backward needs from an output's head gradient."""
+        kind = self._head_grad(p)
+        return kind[0] if isinstance(kind, tuple) else kind
 
     # ---- execution ---------------------------------------------------------------------------
     def bind_forward(self, p, train, device, out_shape=None):
