@@ -10,6 +10,7 @@ parameter (argsort, topk); ties are broken by position (the first index wins, so
 import torch
 
 from ..base import MXNetError, np_dtype, torch_dtype
+from .loss import attach_gradient
 from .params import Bool, DType, Enum, Float, Int, Shape
 from .registry import OpDef, register
 from .shapes import first, merge, prod
@@ -307,27 +308,14 @@ def _svm_grad(p, scores, label):
     return torch.where(is_label, at_label, elsewhere)
 
 
-class _SVMOutputFn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, data, label, p):
-        ctx.p = p
-        ctx.save_for_backward(data, label)
-        return data.clone()
-
-    @staticmethod
-    def backward(ctx, head_grad):
-        data, label = ctx.saved_tensors
-        scores = data.reshape(-1, data.shape[-1])
-        grad = _svm_grad(ctx.p, scores, label.reshape(-1))
-        return grad.reshape(data.shape), None, None
-
-
 def _svm_output(p, data, label):
     """Identity; backward gives the hinge-loss gradient of the scores (classes on the last
     axis, label = data.shape[:-1]), ignoring head gradients."""
-    if torch.is_grad_enabled() and data.requires_grad:
-        return _SVMOutputFn.apply(data, label, p)
-    return data.clone()
+    if not (torch.is_grad_enabled() and data.requires_grad):
+        return data.clone()
+    scores = data.detach().reshape(-1, data.shape[-1])
+    grad = _svm_grad(p, scores, label.reshape(-1))
+    return attach_gradient(data, data, grad.reshape(data.shape))
 
 
 def _svm_shape(p, ins, outs):
