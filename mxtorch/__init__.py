@@ -20,4 +20,9 @@ from . import initializer as init
 from . import optimizer, lr_scheduler
 from . import metric
 from . import io
+from . import kvstore
+from . import kvstore as kv
+from . import model
+from . import module
+from . import module as mod
 from . import test_utils

@@ -82,7 +82,7 @@ def _apply_rule(node, table, rule):
     outs = [table.values.get((id(node), k)) for k in range(node.num_outputs())]
     try:
         new_ins, new_outs = rule(node.params, ins, outs)
-    except ShapeError as err:
+    except (ShapeError, MXNetError) as err:
         raise _node_error(node, err) from None
     for entry, value in zip(node.inputs, new_ins):
         table.put(entry[0], (id(entry[0]), entry[1]), value)

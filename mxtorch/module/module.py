@@ -1,0 +1,422 @@
+"""Module: a Symbol bound for training or inference on one or more contexts."""
+import logging
+import warnings
+
+from .. import optimizer as opt
+from ..context import Context, cpu
+from ..initializer import InitDesc, Uniform
+from ..io import DataDesc
+from ..kvstore import KVStore, create as create_kvstore
+from ..model import load_checkpoint
+from ..ndarray import zeros
+from ..ndarray.serialization import atomic_write
+from .base_module import BaseModule, check_input_names, parse_data_desc
+from .executor_group import DataParallelExecutorGroup
+
+_LARGE_PARAM = 16 * 1024 * 1024      # a 'local' store updates larger parameters on the devices
+
+
+def create_kvstore_for(kvstore, num_device, arg_params):
+    """(kvstore or None, update_on_kvstore) as MXNet's Module decides them."""
+    import os
+    update_on_kvstore = bool(int(os.environ.get('MXNET_UPDATE_ON_KVSTORE', '1')))
+    if kvstore is None:
+        kv = None
+    elif isinstance(kvstore, KVStore) or hasattr(kvstore, 'pushpull'):
+        kv = kvstore
+    elif isinstance(kvstore, str):
+        if num_device == 1 and 'dist' not in kvstore:
+            kv = None                  # one device and no workers: nothing to aggregate
+        else:
+            kv = create_kvstore(kvstore)
+            if kvstore == 'local' and arg_params and \
+                    max(a.size for a in arg_params.values()) > _LARGE_PARAM:
+                update_on_kvstore = False
+    else:
+        raise TypeError('kvstore must be KVStore, str or None')
+    if kv is None:
+        update_on_kvstore = False
+    else:
+        update_on_kvstore &= kv.is_capable('optimizer')
+    return kv, update_on_kvstore
+
+
+class Module(BaseModule):
+    """A module wrapping one Symbol; see the MXNet Module API."""
+
+    def __init__(self, symbol, data_names=('data',), label_names=('softmax_label',),
+                 logger=logging, context=cpu(), work_load_list=None, fixed_param_names=None,
+                 state_names=None, group2ctxs=None, compression_params=None):
+        super().__init__(logger=logger)
+        self._context = [context] if isinstance(context, Context) else list(context)
+        self._work_load_list = work_load_list or [1] * len(self._context)
+        assert len(self._work_load_list) == len(self._context), \
+            'work_load_list must have one entry per context'
+        self._group2ctxs = group2ctxs
+        self._symbol = symbol
+        self._data_names = list(data_names or [])
+        self._label_names = list(label_names or [])
+        self._state_names = list(state_names or [])
+        self._fixed_param_names = list(fixed_param_names or [])
+        check_input_names(symbol, self._data_names, 'data', True)
+        check_input_names(symbol, self._label_names, 'label', False)
+        check_input_names(symbol, self._state_names, 'state', True)
+        check_input_names(symbol, self._fixed_param_names, 'fixed_param', True)
+        inputs = set(self._data_names + self._label_names + self._state_names)
+        self._param_names = [n for n in symbol.list_arguments() if n not in inputs]
+        self._aux_names = symbol.list_auxiliary_states()
+        self._output_names = symbol.list_outputs()
+        self._arg_params = None
+        self._aux_params = None
+        self._params_dirty = False
+        self._compression_params = compression_params
+        self._optimizer = None
+        self._kvstore = None
+        self._update_on_kvstore = None
+        self._updater = None
+        self._preload_opt_states = None
+        self._grad_req = None
+        self._exec_group = None
+        self._data_shapes = None
+        self._label_shapes = None
+
+    # ---- checkpoints -----------------------------------------------------------------------------
+    @staticmethod
+    def load(prefix, epoch, load_optimizer_states=False, **kwargs):
+        """A Module from a checkpoint; params are set when it is bound, optimizer states (if
+        asked for) when init_optimizer runs."""
+        sym, args, auxs = load_checkpoint(prefix, epoch)
+        mod = Module(symbol=sym, **kwargs)
+        mod._arg_params = args
+        mod._aux_params = auxs
+        mod.params_initialized = True
+        if load_optimizer_states:
+            mod._preload_opt_states = '%s-%04d.states' % (prefix, epoch)
+        return mod
+
+    def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
+        """Write prefix-symbol.json, prefix-%04d.params and optionally prefix-%04d.states."""
+        self._symbol.save('%s-symbol.json' % prefix, remove_amp_cast=remove_amp_cast)
+        param_name = '%s-%04d.params' % (prefix, epoch)
+        self.save_params(param_name)
+        logging.info('Saved checkpoint to "%s"', param_name)
+        if save_optimizer_states:
+            state_name = '%s-%04d.states' % (prefix, epoch)
+            self.save_optimizer_states(state_name)
+            logging.info('Saved optimizer state to "%s"', state_name)
+
+    # ---- properties ------------------------------------------------------------------------------
+    @property
+    def data_names(self):
+        return self._data_names
+
+    @property
+    def label_names(self):
+        return self._label_names
+
+    @property
+    def output_names(self):
+        return self._output_names
+
+    @property
+    def data_shapes(self):
+        self._require(params=False, what='data_shapes')
+        return self._data_shapes
+
+    @property
+    def label_shapes(self):
+        self._require(params=False, what='label_shapes')
+        return self._label_shapes
+
+    @property
+    def output_shapes(self):
+        self._require(params=False, what='output_shapes')
+        return self._exec_group.get_output_shapes()
+
+    # ---- parameters ------------------------------------------------------------------------------
+    def get_params(self):
+        """(arg_params, aux_params) on CPU, synced from the devices when they changed."""
+        self._require(what='get_params')
+        if self._params_dirty:
+            self._sync_params_from_devices()
+        return self._arg_params, self._aux_params
+
+    def init_params(self, initializer=Uniform(0.01), arg_params=None, aux_params=None,
+                    allow_missing=False, force_init=False, allow_extra=False):
+        """Initialise every parameter from the given dicts or with the initializer."""
+        if self.params_initialized and not force_init:
+            warnings.warn('Parameters already initialized and force_init=False. '
+                          'init_params call ignored.', stacklevel=2)
+            return
+        assert self.binded, 'call bind before initializing the parameters'
+        attrs = self._symbol.attr_dict()
+
+        def fill(name, arr, given):
+            desc = InitDesc(name, attrs.get(name, None))
+            if given is None:
+                initializer(desc, arr)
+            elif name in given:
+                if given[name] is not arr:
+                    given[name].copyto(arr)
+            elif not allow_missing:
+                raise RuntimeError('%s is not presented' % name)
+            elif initializer is not None:
+                initializer(desc, arr)
+
+        for name, arr in sorted(self._arg_params.items()):
+            fill(name, arr, arg_params)
+        for name, arr in sorted(self._aux_params.items()):
+            fill(name, arr, aux_params)
+        self.params_initialized = True
+        self._params_dirty = False
+        self._exec_group.set_params(self._arg_params, self._aux_params, allow_extra=allow_extra)
+
+    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
+                   allow_extra=False):
+        if not allow_missing:
+            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                             allow_missing=allow_missing, force_init=force_init,
+                             allow_extra=allow_extra)
+            return
+        if self.params_initialized and not force_init:
+            warnings.warn('Parameters already initialized and force_init=False. '
+                          'set_params call ignored.', stacklevel=2)
+            return
+        self._exec_group.set_params(arg_params, aux_params, allow_extra=allow_extra)
+        self._params_dirty = True
+        self.params_initialized = True
+
+    def _sync_params_from_devices(self):
+        self._exec_group.get_params(self._arg_params, self._aux_params)
+        self._params_dirty = False
+
+    # ---- binding ---------------------------------------------------------------------------------
+    def _reset_bind(self):
+        self.binded = False
+        self._exec_group = None
+        self._data_shapes = None
+        self._label_shapes = None
+
+    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
+             force_rebind=False, shared_module=None, grad_req='write'):
+        """Create the executors for the given input shapes."""
+        if force_rebind:
+            self._reset_bind()
+        if self.binded:
+            self.logger.warning('Already bound, ignoring bind()')
+            return
+        self.for_training = for_training
+        self.inputs_need_grad = inputs_need_grad
+        self._grad_req = grad_req
+        if not for_training:
+            assert not inputs_need_grad, 'inputs_need_grad needs for_training=True'
+        self._data_shapes, self._label_shapes = parse_data_desc(
+            self._data_names, self._label_names, data_shapes, label_shapes)
+        shared_group = None
+        if shared_module is not None:
+            assert isinstance(shared_module, Module) and shared_module.binded and \
+                shared_module.params_initialized, \
+                'shared_module must be a bound Module with initialized parameters'
+            shared_group = shared_module._exec_group
+            assert len(shared_group.execs) >= len(self._context)
+        self._exec_group = DataParallelExecutorGroup(
+            self._symbol, self._context, self._work_load_list, self._data_shapes,
+            self._label_shapes, self._param_names, for_training, inputs_need_grad, shared_group,
+            logger=self.logger, fixed_param_names=self._fixed_param_names, grad_req=grad_req,
+            group2ctxs=self._group2ctxs, state_names=self._state_names)
+        self._total_exec_bytes = self._exec_group._total_exec_bytes
+        if shared_module is not None:
+            self.params_initialized = True
+            self._arg_params = shared_module._arg_params
+            self._aux_params = shared_module._aux_params
+            self._adopt_new_params()
+        elif self.params_initialized:
+            self._exec_group.set_params(self._arg_params, self._aux_params)
+        else:
+            assert self._arg_params is None and self._aux_params is None
+            self._arg_params = {name: zeros(block[0].shape, dtype=block[0].dtype)
+                                for name, block in zip(self._param_names,
+                                                       self._exec_group.param_arrays)}
+            self._aux_params = {name: zeros(block[0].shape, dtype=block[0].dtype)
+                                for name, block in zip(self._aux_names,
+                                                       self._exec_group.aux_arrays)}
+        if shared_module is not None and shared_module.optimizer_initialized:
+            self.borrow_optimizer(shared_module)
+        self.binded = True
+
+    def _adopt_new_params(self):
+        """Parameters this module has and the shared one lacks join the shared dicts, with the
+        values this module's executors start with (zeros until initialised)."""
+        for name, block in zip(self._param_names, self._exec_group.param_arrays):
+            if name not in self._arg_params:
+                self._arg_params[name] = block[0].copy()
+        for name, block in zip(self._aux_names, self._exec_group.aux_arrays):
+            if name not in self._aux_params:
+                self._aux_params[name] = block[0].copy()
+
+    def reshape(self, data_shapes, label_shapes=None):
+        """Reshape the executors for new input shapes (parameters stay shared)."""
+        self._require(params=False, what='reshape')
+        self._data_shapes, self._label_shapes = parse_data_desc(
+            self._data_names, self._label_names, data_shapes, label_shapes)
+        self._exec_group.reshape(self._data_shapes, self._label_shapes)
+
+    # ---- optimizer -------------------------------------------------------------------------------
+    def init_optimizer(self, kvstore='local', optimizer='sgd',
+                       optimizer_params=(('learning_rate', 0.01),), force_init=False):
+        """Install the optimizer (and the kvstore that aggregates gradients across devices)."""
+        self._require(what='init_optimizer')
+        if self.optimizer_initialized and not force_init:
+            self.logger.warning('optimizer already initialized, ignoring...')
+            return
+        if self._params_dirty:
+            self._sync_params_from_devices()
+        kv, update_on_kvstore = create_kvstore_for(kvstore, len(self._context), self._arg_params)
+        batch_size = self._exec_group.batch_size
+        if kv is not None and 'dist' in kv.type and '_sync' in kv.type:
+            batch_size *= kv.num_workers
+        rescale_grad = 1.0 / batch_size
+        n_dev = len(self._context)
+        names = self._exec_group.param_names
+        if update_on_kvstore:
+            idx2name = dict(enumerate(names))
+        else:
+            idx2name = {i * n_dev + k: n for i, n in enumerate(names) for k in range(n_dev)}
+        if isinstance(optimizer, str):
+            params = dict(optimizer_params)
+            params.setdefault('rescale_grad', rescale_grad)
+            optimizer = opt.create(optimizer, sym=self.symbol, param_idx2name=idx2name, **params)
+        else:
+            assert isinstance(optimizer, opt.Optimizer), 'optimizer must be str or Optimizer'
+            if optimizer.rescale_grad != rescale_grad:
+                warnings.warn('Optimizer created manually outside Module but rescale_grad is not '
+                              'normalized to 1.0/batch_size/num_workers (%s vs. %s). Is this '
+                              'intended?' % (optimizer.rescale_grad, rescale_grad), stacklevel=2)
+            if not optimizer.idx2name:
+                optimizer.idx2name = idx2name.copy()
+        self._optimizer = optimizer
+        self._kvstore = kv
+        self._update_on_kvstore = update_on_kvstore
+        self._updater = None
+        if kv is not None:
+            if self._compression_params:
+                kv.set_gradient_compression(self._compression_params)
+            if update_on_kvstore:
+                kv.set_optimizer(self._optimizer)
+            for i, (name, block) in enumerate(zip(names, self._exec_group.param_arrays)):
+                kv.init(name, self._arg_params[name])
+                if update_on_kvstore:
+                    kv.pull(name, block, priority=-i)
+        if not update_on_kvstore:
+            self._updater = opt.get_updater(optimizer)
+        self.optimizer_initialized = True
+        if self._preload_opt_states is not None:
+            self.load_optimizer_states(self._preload_opt_states)
+            self._preload_opt_states = None
+
+    def borrow_optimizer(self, shared_module):
+        """Use the optimizer, kvstore and updater of another (initialised) module."""
+        assert shared_module.optimizer_initialized
+        self._optimizer = shared_module._optimizer
+        self._kvstore = shared_module._kvstore
+        self._update_on_kvstore = shared_module._update_on_kvstore
+        self._updater = shared_module._updater
+        self.optimizer_initialized = True
+
+    def save_optimizer_states(self, fname):
+        assert self.optimizer_initialized, 'call init_optimizer first'
+        if self._update_on_kvstore:
+            self._kvstore.save_optimizer_states(fname)
+        else:
+            atomic_write(fname, self._updater.get_states())
+
+    def load_optimizer_states(self, fname):
+        assert self.optimizer_initialized, 'call init_optimizer first'
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+        else:
+            with open(fname, 'rb') as f:
+                self._updater.set_states(f.read())
+
+    # ---- computation -----------------------------------------------------------------------------
+    def forward(self, data_batch, is_train=None):
+        """Forward a batch; a batch of another shape reshapes the executors on the fly."""
+        self._require(what='forward')
+        current = tuple(d.shape for d in self._data_shapes)
+        if isinstance(data_batch, list):
+            new = tuple(d.shape for d in data_batch[0].data)
+        else:
+            new = tuple(d.shape for d in data_batch.data)
+        if current != new:
+            provided = getattr(data_batch, 'provide_data', None)
+            new_data = provided or [DataDesc(d.name, s, d.dtype, d.layout)
+                                    for d, s in zip(self._data_shapes, new)]
+            provided_label = getattr(data_batch, 'provide_label', None)
+            if provided_label:
+                new_label = provided_label
+            elif getattr(data_batch, 'label', None) and self._label_shapes:
+                new_label = [DataDesc(d.name, l.shape, d.dtype, d.layout)
+                             for d, l in zip(self._label_shapes, data_batch.label)]
+            else:
+                new_label = None
+            self.reshape(new_data, new_label)
+        self._exec_group.forward(data_batch, is_train)
+
+    def backward(self, out_grads=None):
+        self._require(what='backward')
+        self._exec_group.backward(out_grads=out_grads)
+
+    def update(self):
+        """Apply the optimizer to every parameter that has a gradient."""
+        self._require(optimizer=True, what='update')
+        self._params_dirty = True
+        group = self._exec_group
+        if self._update_on_kvstore:
+            for i, (name, weights, grads) in enumerate(zip(group.param_names, group.param_arrays,
+                                                           group.grad_arrays)):
+                if grads[0] is not None:
+                    self._kvstore.pushpull(name, grads, out=weights, priority=-i)
+            return
+        n_dev = len(self._context)
+        per_device = [([], [], []) for _ in range(n_dev)]
+        for i, (name, weights, grads) in enumerate(zip(group.param_names, group.param_arrays,
+                                                       group.grad_arrays)):
+            if grads[0] is None:
+                continue
+            if self._kvstore is not None:
+                self._kvstore.pushpull(name, grads, priority=-i)
+            for k, (w, g) in enumerate(zip(weights, grads)):
+                per_device[k][0].append(i * n_dev + k)
+                per_device[k][1].append(g)
+                per_device[k][2].append(w)
+        for indices, grads, weights in per_device:
+            if indices:
+                self._updater(indices, grads, weights)
+
+    def get_outputs(self, merge_multi_context=True):
+        self._require(what='get_outputs')
+        return self._exec_group.get_outputs(merge_multi_context=merge_multi_context)
+
+    def get_input_grads(self, merge_multi_context=True):
+        self._require(what='get_input_grads')
+        assert self.inputs_need_grad, 'bind with inputs_need_grad=True to get input gradients'
+        return self._exec_group.get_input_grads(merge_multi_context=merge_multi_context)
+
+    def get_states(self, merge_multi_context=True):
+        self._require(what='get_states')
+        return self._exec_group.get_states(merge_multi_context=merge_multi_context)
+
+    def set_states(self, states=None, value=None):
+        self._require(what='set_states')
+        self._exec_group.set_states(states, value)
+
+    def update_metric(self, eval_metric, labels, pre_sliced=False):
+        self._exec_group.update_metric(eval_metric, labels, pre_sliced)
+
+    def install_monitor(self, mon):
+        self._require(params=False, what='install_monitor')
+        self._exec_group.install_monitor(mon)
+
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        self._require(params=False, what='prepare')
+        super().prepare(data_batch, sparse_row_id_fn)
