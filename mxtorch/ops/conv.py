@@ -1,2 +1,753 @@
 """Spatial operators: Convolution, Deconvolution, Pooling, UpSampling, LRN, ROIPooling, Crop,
-Pad, depth_to_space / space_to_depth."""
+Pad, depth_to_space / space_to_depth.
+
+Shapes in the rules are channel-first internally; channel-last layouts (NWC, NHWC, NDHWC) move
+the channel axis on the way in and out. Geometry checks raise MXNetError naming the operator and
+the parameter, in shape inference and in imperative calls alike.
+"""
+import torch
+import torch.nn.functional as F
+
+from .params import Bool, Enum, Float, Int, Shape
+from .registry import OpDef, register
+from .shapes import known, merge, require
+
+_CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+_CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+_MAX_POOL = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
+_AVG_POOL = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}
+
+_LAYOUT_RANK = {'NCW': 1, 'NWC': 1, 'NCHW': 2, 'NHWC': 2, 'NCDHW': 3, 'NDHWC': 3}
+_CHANNEL_LAST = ('NWC', 'NHWC', 'NDHWC')
+_CONV_LAYOUTS = ('NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC')
+_BILINEAR_INIT = '["bilinear", {}]'
+
+
+class _NamedVariadicOp(OpDef):
+    """A variadic operator (the call fills `num_args`) whose inputs keep names that depend on its
+    params, as MXNet lists them: UpSampling's bilinear data/weight, Crop's data/crop_like."""
+
+    def arg_names(self, p):
+        return list(self._inputs(p))
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout and geometry helpers
+# ---------------------------------------------------------------------------------------------
+def _channel_first(shape, layout):
+    shape = tuple(shape)
+    if layout in _CHANNEL_LAST:
+        return (shape[0], shape[-1]) + shape[1:-1]
+    return shape
+
+
+def _channel_last_if(shape, layout):
+    """A channel-first shape written in `layout`."""
+    shape = tuple(shape)
+    if layout in _CHANNEL_LAST:
+        return (shape[0],) + shape[2:] + (shape[1],)
+    return shape
+
+
+def _check_4d(op, shape, what='data'):
+    require(len(shape) == 4, '%s: %s must be 4-D (batch, channel, y, x), got %d-D', op, what,
+            len(shape))
+
+
+def _check_rank(op, p, ndim):
+    """Spatial rank of `ndim`-D data, checked against the kernel length and the layout."""
+    rank = len(p.kernel)
+    require(1 <= rank <= 3, '%s: kernel must have 1, 2 or 3 entries, got kernel=%s', op,
+            p.kernel)
+    require(ndim == rank + 2, '%s: kernel=%s expects %d-D data (batch, channel and %d spatial '
+            'dims), got %d-D data', op, p.kernel, rank + 2, rank, ndim)
+    if p.layout is not None:
+        require(_LAYOUT_RANK[p.layout] == rank, '%s: layout=%s expects %d-D data, got %d-D data',
+                op, p.layout, _LAYOUT_RANK[p.layout] + 2, ndim)
+    return rank
+
+
+def _per_dim(op, p, name, rank, fill):
+    """A stride/dilate/pad/adj tuple: `fill` for every dim when empty, else one entry per dim."""
+    value = p[name]
+    if not value:
+        return (fill,) * rank
+    require(len(value) == rank, '%s: %s=%s must have one entry per kernel dim (kernel=%s)',
+            op, name, value, p.kernel)
+    return tuple(value)
+
+
+def _conv_geometry(op, p, ndim):
+    """(kernel, stride, dilate, pad) of Convolution/Deconvolution on `ndim`-D data."""
+    rank = _check_rank(op, p, ndim)
+    stride = _per_dim(op, p, 'stride', rank, 1)
+    dilate = _per_dim(op, p, 'dilate', rank, 1)
+    pad = _per_dim(op, p, 'pad', rank, 0)
+    require(all(s > 0 for s in stride), '%s: stride=%s must be positive', op, stride)
+    require(all(d > 0 for d in dilate), '%s: dilate=%s must be positive', op, dilate)
+    require(all(k > 0 for k in p.kernel), '%s: kernel=%s must be positive', op, p.kernel)
+    require(p.num_group > 0 and p.num_filter % p.num_group == 0, '%s: num_filter=%d must be a '
+            'multiple of num_group=%d', op, p.num_filter, p.num_group)
+    return tuple(p.kernel), stride, dilate, pad
+
+
+def _check_groups(op, channels, num_group):
+    require(not channels or channels % num_group == 0, '%s: the %d input channels must be a '
+            'multiple of num_group=%d', op, channels, num_group)
+
+
+def _weight_shape(out_channels, in_channels, kernel, layout):
+    """Weight shape: (out, in, *kernel), or (out, *kernel, in) for channel-last layouts."""
+    if layout in _CHANNEL_LAST:
+        return (out_channels,) + tuple(kernel) + (in_channels,)
+    return (out_channels, in_channels) + tuple(kernel)
+
+
+# ---------------------------------------------------------------------------------------------
+# Convolution
+# ---------------------------------------------------------------------------------------------
+def _conv_out_size(x, k, s, d, pad):
+    span = d * (k - 1) + 1
+    require(span <= x + 2 * pad, 'Convolution: the dilated kernel (%d) exceeds the padded '
+            'input (%d)', span, x + 2 * pad)
+    return (x + 2 * pad - span) // s + 1
+
+
+def _conv_shapes(p, data):
+    """(kernel, stride, dilate, pad, weight shape, output shape) of Convolution for a
+    channel-first data shape (0 = unknown dim), checked."""
+    kernel, stride, dilate, pad = _conv_geometry('Convolution', p, len(data))
+    _check_groups('Convolution', data[1], p.num_group)
+    spatial = tuple(_conv_out_size(x, k, s, d, pd) if x else 0
+                    for x, k, s, d, pd in zip(data[2:], kernel, stride, dilate, pad))
+    weight = _weight_shape(p.num_filter, data[1] // p.num_group, kernel, p.layout)
+    return kernel, stride, dilate, pad, weight, (data[0], p.num_filter) + spatial
+
+
+def _check_weight(op, weight, expected):
+    require(tuple(weight.shape) == tuple(expected), '%s: weight must have shape %s for this '
+            'data and these params, got %s', op, tuple(expected), tuple(weight.shape))
+
+
+def _convolution(p, data, weight, bias=None):
+    """N-D convolution (1 to 3 spatial dims) with stride, dilation, zero padding and groups."""
+    kernel, stride, dilate, pad, weight_shape, _ = _conv_shapes(
+        p, _channel_first(data.shape, p.layout))
+    _check_weight('Convolution', weight, weight_shape)
+    channel_last = p.layout in _CHANNEL_LAST
+    if channel_last:
+        data, weight = data.movedim(-1, 1), weight.movedim(-1, 1)
+    out = _CONV[len(kernel)](data, weight, bias, stride, pad, dilate, p.num_group)
+    return out.movedim(1, -1) if channel_last else out
+
+
+def _convolution_shape(p, ins, outs):
+    if ins[0] is None:
+        return ins, outs
+    weight, out = _conv_shapes(p, _channel_first(ins[0], p.layout))[4:]
+    new = [ins[0], merge(ins[1], weight)]
+    if not p.no_bias:
+        new.append(merge(ins[2], (p.num_filter,)))
+    return new, [merge(outs[0], _channel_last_if(out, p.layout))]
+
+
+def _conv_inputs(p):
+    return ('data', 'weight') if p.no_bias else ('data', 'weight', 'bias')
+
+
+_CUDNN_TUNE = Enum(('None', 'fastest', 'limited_workspace', 'off'), 'None')
+
+register(OpDef('Convolution', _convolution,
+               params={'kernel': Shape(), 'stride': Shape(()), 'dilate': Shape(()),
+                       'pad': Shape(()), 'num_filter': Int(), 'num_group': Int(1),
+                       'workspace': Int(1024), 'no_bias': Bool(False), 'cudnn_tune': _CUDNN_TUNE,
+                       'cudnn_off': Bool(False), 'layout': Enum(_CONV_LAYOUTS, None)},
+               inputs=_conv_inputs, infer_shape=_convolution_shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# Deconvolution
+# ---------------------------------------------------------------------------------------------
+def _deconv_geometry(p, data):
+    """(kernel, stride, dilate, pad, adj, output spatial sizes) for a channel-first data shape.
+
+    A non-zero target_shape entry fixes that output dim: the full output (no pad) minus the
+    target is split into pad = ceil(total / 2) on both sides and adj = total % 2.
+    """
+    kernel, stride, dilate, pad = _conv_geometry('Deconvolution', p, len(data))
+    rank = len(kernel)
+    adj = _per_dim('Deconvolution', p, 'adj', rank, 0)
+    target = p.target_shape or (0,) * rank
+    require(len(target) == rank, 'Deconvolution: target_shape=%s must have one entry per kernel '
+            'dim (kernel=%s)', p.target_shape, p.kernel)
+    pads, adjs, sizes = [], [], []
+    for x, k, s, d, pd, a, t in zip(data[2:], kernel, stride, dilate, pad, adj, target):
+        full = s * (x - 1) + d * (k - 1) + 1
+        if t and x:
+            require(full >= t, 'Deconvolution: target_shape=%s is too big for the input: at '
+                    'most %d in that dim', p.target_shape, full)
+            pd, a = (full - t + 1) // 2, (full - t) % 2
+        require(a < s, 'Deconvolution: adj=%s must be smaller than stride=%s', adj, stride)
+        size = full - 2 * pd + a
+        require(not x or size > 0, 'Deconvolution: pad=%s leaves no output for an input of '
+                'size %d', pad, x)
+        pads.append(pd)
+        adjs.append(a)
+        sizes.append(size if x else 0)
+    return kernel, stride, dilate, tuple(pads), tuple(adjs), tuple(sizes)
+
+
+def _deconv_weight_shape(p, data, kernel):
+    _check_groups('Deconvolution', data[1], p.num_group)
+    return _weight_shape(data[1], p.num_filter // p.num_group, kernel, p.layout)
+
+
+def _deconvolution(p, data, weight, bias=None):
+    """Transposed convolution (the gradient of Convolution w.r.t. its data); adj adds cells at
+    the end of each output dim, target_shape picks pad/adj to reach an exact output size."""
+    shape = _channel_first(data.shape, p.layout)
+    kernel, stride, dilate, pad, adj, _ = _deconv_geometry(p, shape)
+    _check_weight('Deconvolution', weight, _deconv_weight_shape(p, shape, kernel))
+    channel_last = p.layout in _CHANNEL_LAST
+    if channel_last:
+        data, weight = data.movedim(-1, 1), weight.movedim(-1, 1)
+    out = _CONV_T[len(kernel)](data, weight, bias, stride, pad, adj, p.num_group, dilate)
+    return out.movedim(1, -1) if channel_last else out
+
+
+def _deconvolution_shape(p, ins, outs):
+    if ins[0] is None:
+        return ins, outs
+    data = _channel_first(ins[0], p.layout)
+    kernel, _, _, _, _, spatial = _deconv_geometry(p, data)
+    weight = _deconv_weight_shape(p, data, kernel)
+    new = [ins[0], merge(ins[1], weight)]
+    if not p.no_bias:
+        new.append(merge(ins[2], (p.num_filter,)))
+    out = _channel_last_if((data[0], p.num_filter) + spatial, p.layout)
+    return new, [merge(outs[0], out)]
+
+
+register(OpDef('Deconvolution', _deconvolution,
+               params={'kernel': Shape(), 'stride': Shape(()), 'dilate': Shape(()),
+                       'pad': Shape(()), 'adj': Shape(()), 'target_shape': Shape(()),
+                       'num_filter': Int(), 'num_group': Int(1), 'workspace': Int(512),
+                       'no_bias': Bool(True), 'cudnn_tune': _CUDNN_TUNE,
+                       'cudnn_off': Bool(False), 'layout': Enum(_CONV_LAYOUTS, None)},
+               inputs=_conv_inputs, infer_shape=_deconvolution_shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# Pooling
+# ---------------------------------------------------------------------------------------------
+def _pool_out_size(x, k, s, pad, convention):
+    if convention == 'valid':
+        return (x + 2 * pad - k) // s + 1
+    if convention == 'full':
+        return -(-(x + 2 * pad - k) // s) + 1
+    return -(-x // s)                                  # same
+
+
+def _pool_geometry(p, data):
+    """(kernel, stride, pad, output spatial sizes) of Pooling on a channel-first data shape."""
+    ndim = len(data)
+    require(3 <= ndim <= 5, 'Pooling: data must be 3-D, 4-D or 5-D (batch, channel and 1 to 3 '
+            'spatial dims), got %d-D data', ndim)
+    rank = ndim - 2
+    if p.global_pool:
+        if p.layout is not None:
+            require(_LAYOUT_RANK[p.layout] == rank, 'Pooling: layout=%s expects %d-D data, got '
+                    '%d-D data', p.layout, _LAYOUT_RANK[p.layout] + 2, ndim)
+        return tuple(data[2:]), (1,) * rank, (0,) * rank, (1,) * rank
+    _check_rank('Pooling', p, ndim)
+    kernel = tuple(p.kernel)
+    stride = _per_dim('Pooling', p, 'stride', rank, 1)
+    pad = _per_dim('Pooling', p, 'pad', rank, 0)
+    require(all(s > 0 for s in stride), 'Pooling: stride=%s must be positive', stride)
+    require(all(0 <= pd < k for pd, k in zip(pad, kernel)), 'Pooling: pad=%s must be smaller '
+            'than kernel=%s', pad, kernel)
+    require(p.pooling_convention != 'same' or not any(pad), 'Pooling: pooling_convention=same '
+            'takes no pad, got pad=%s', pad)
+    sizes = []
+    for x, k, s, pd in zip(data[2:], kernel, stride, pad):
+        require(not x or k <= x + 2 * pd, 'Pooling: kernel=%s exceeds the padded input %s',
+                kernel, tuple(data[2:]))
+        sizes.append(_pool_out_size(x, k, s, pd, p.pooling_convention) if x else 0)
+    return kernel, stride, pad, tuple(sizes)
+
+
+def _torch_pool_size(x, k, s, pad, ceil_mode):
+    """Output size torch's pooling gives (it drops a last window starting in the right pad)."""
+    span = x + 2 * pad - k
+    size = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (size - 1) * s >= x + pad:
+        size -= 1
+    return size
+
+
+def _torch_pools_alike(x, kernel, stride, pad, sizes, ceil_mode):
+    """True when torch's pooling (implicit padding) has MXNet's windows."""
+    return all(pd <= k // 2 and _torch_pool_size(n, k, s, pd, ceil_mode) == size
+               for n, k, s, pd, size in zip(x.shape[2:], kernel, stride, pad, sizes))
+
+
+def _explicit_pad(x, kernel, stride, pad, sizes, value=0.0):
+    """x padded so that plain (unpadded) windows give exactly `sizes` outputs; negative right
+    padding crops cells no window reaches."""
+    widths = []
+    for n, k, s, pd, size in zip(x.shape[2:], kernel, stride, pad, sizes):
+        widths.append((pd, (size - 1) * s + k - n - pd))
+    return F.pad(x, [w for pair in reversed(widths) for w in pair], value=value)
+
+
+def _window_sums(x, kernel, stride, pad, sizes):
+    padded = _explicit_pad(x, kernel, stride, pad, sizes)
+    if len(kernel) == 1:          # avg_pool1d has no divisor_override: pool 1 x k in 2-D
+        return F.avg_pool2d(padded.unsqueeze(2), (1,) + kernel, (1,) + stride,
+                            divisor_override=1).squeeze(2)
+    return _AVG_POOL[len(kernel)](padded, kernel, stride, divisor_override=1)
+
+
+def _window_counts(x, kernel, stride, pad, sizes, include_pad):
+    """Avg divisor per output cell: window cells inside the padded input (include_pad) or inside
+    the input; an empty window divides by 1 (its sum is 0)."""
+    counts = None
+    rank = len(kernel)
+    for axis, (n, k, s, pd, size) in enumerate(zip(x.shape[2:], kernel, stride, pad, sizes)):
+        start = torch.arange(size, device=x.device) * s - pd
+        end = torch.clamp(start + k, max=n + pd)
+        if not include_pad:
+            start, end = start.clamp(min=0), end.clamp(max=n)
+        count = (end - start).clamp(min=0).reshape([size if a == axis else 1
+                                                    for a in range(rank)])
+        counts = count if counts is None else counts * count
+    return counts.clamp(min=1).to(x.dtype)
+
+
+def _max_pool(p, x, kernel, stride, pad, sizes):
+    """Max over windows; padding and cells past it act as the dtype's lowest value."""
+    ceil_mode = p.pooling_convention != 'valid'
+    if _torch_pools_alike(x, kernel, stride, pad, sizes, ceil_mode):
+        return _MAX_POOL[len(kernel)](x, kernel, stride, pad, ceil_mode=ceil_mode)
+    padded = _explicit_pad(x, kernel, stride, pad, sizes, torch.finfo(x.dtype).min)
+    return _MAX_POOL[len(kernel)](padded, kernel, stride)
+
+
+def _avg_pool(p, x, kernel, stride, pad, sizes):
+    include_pad = p.count_include_pad is not False
+    ceil_mode = p.pooling_convention != 'valid'
+    if _torch_pools_alike(x, kernel, stride, pad, sizes, ceil_mode):
+        return _AVG_POOL[len(kernel)](x, kernel, stride, pad, ceil_mode=ceil_mode,
+                                      count_include_pad=include_pad)
+    counts = _window_counts(x, kernel, stride, pad, sizes, include_pad)
+    return _window_sums(x, kernel, stride, pad, sizes) / counts
+
+
+def _sum_pool(p, x, kernel, stride, pad, sizes):
+    return _window_sums(x, kernel, stride, pad, sizes)
+
+
+def _lp_root(sums, p_value):
+    if p_value == 1:
+        return sums
+    if p_value == 2:
+        return sums.sqrt()
+    return sums.sign() * sums.abs().pow(1.0 / 3)
+
+
+def _lp_pool(p, x, kernel, stride, pad, sizes):
+    """(sum of x^p)^(1/p) over windows, p in 1, 2, 3 (no absolute value, a real cube root)."""
+    return _lp_root(_window_sums(x.pow(p.p_value), kernel, stride, pad, sizes), p.p_value)
+
+
+_WINDOW_POOLS = {'max': _max_pool, 'avg': _avg_pool, 'sum': _sum_pool, 'lp': _lp_pool}
+
+
+def _global_pool(p, x):
+    flat = x.flatten(2)
+    if p.pool_type == 'max':
+        out = flat.max(dim=2).values          # the gradient goes to one maximum, as MXNet's
+    elif p.pool_type == 'avg':
+        out = flat.mean(dim=2)
+    elif p.pool_type == 'sum':
+        out = flat.sum(dim=2)
+    else:
+        out = _lp_root(flat.pow(p.p_value).sum(dim=2), p.p_value)
+    return out.reshape(tuple(x.shape[:2]) + (1,) * (x.dim() - 2))
+
+
+def _check_p_value(p):
+    require(p.pool_type != 'lp' or p.p_value in (1, 2, 3), 'Pooling: pool_type=lp needs p_value '
+            'in 1, 2, 3, got p_value=%s', p.p_value)
+
+
+def _pooling(p, data):
+    """Max/avg/sum/lp pooling over 1 to 3 spatial dims with MXNet's window conventions: valid
+    (floor), full (ceil: windows may run past the padded input and are clipped) or same; the avg
+    divisor counts the clipped window's cells in the padded input (count_include_pad, default) or
+    in the input. global_pool pools each whole plane."""
+    _check_p_value(p)
+    channel_last = p.layout in _CHANNEL_LAST
+    x = data.movedim(-1, 1) if channel_last else data
+    kernel, stride, pad, sizes = _pool_geometry(p, tuple(x.shape))
+    if p.global_pool:
+        out = _global_pool(p, x)
+    else:
+        out = _WINDOW_POOLS[p.pool_type](p, x, kernel, stride, pad, sizes)
+    return out.movedim(1, -1) if channel_last else out
+
+
+def _pooling_shape(p, ins, outs):
+    if ins[0] is None:
+        return ins, outs
+    _check_p_value(p)
+    data = _channel_first(ins[0], p.layout)
+    sizes = _pool_geometry(p, data)[3]
+    return ins, [merge(outs[0], _channel_last_if(data[:2] + sizes, p.layout))]
+
+
+register(OpDef('Pooling', _pooling,
+               params={'kernel': Shape(()), 'pool_type': Enum(('avg', 'lp', 'max', 'sum'), 'max'),
+                       'global_pool': Bool(False), 'cudnn_off': Bool(False),
+                       'pooling_convention': Enum(('full', 'same', 'valid'), 'valid'),
+                       'stride': Shape(()), 'pad': Shape(()), 'p_value': Int(None),
+                       'count_include_pad': Bool(None),
+                       'layout': Enum(_CONV_LAYOUTS + ('NWC',), None)},
+               infer_shape=_pooling_shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# UpSampling
+# ---------------------------------------------------------------------------------------------
+def _bilinear_kernel(scale):
+    return 2 * scale - scale % 2
+
+
+def _upsampling_inputs(p):
+    if p.sample_type == 'bilinear':
+        return ('data', 'weight')
+    return tuple('arg%d' % i for i in range(p.num_args))
+
+
+def _bilinear_pad(scale):
+    return scale // 2                                  # ceil((scale - 1) / 2)
+
+
+def _nearest_out_shape(p, shapes):
+    """Output shape of nearest UpSampling for known input shapes."""
+    _check_4d('UpSampling', shapes[0])
+    n, c, h, w = shapes[0]
+    out_h, out_w = h * p.scale, w * p.scale
+    channels = 0
+    for shape in shapes:
+        _check_4d('UpSampling', shape, 'every input')
+        require(out_h % shape[2] == 0 and out_h // shape[2] * shape[3] == out_w, 'UpSampling: '
+                'every input must be an integer scale-down of the output size (%d, %d) '
+                '(scale=%d), got %s', out_h, out_w, p.scale, tuple(shape))
+        if p.multi_input_mode == 'sum':
+            require(shape[1] == c, 'UpSampling: multi_input_mode=sum needs equal channels, '
+                    'got %d and %d', c, shape[1])
+        channels += shape[1]
+    return (n, c if p.multi_input_mode == 'sum' else channels, out_h, out_w)
+
+
+def _repeat_nearest(x, out_h, out_w):
+    n, c, h, w = x.shape
+    f = out_h // h
+    if f == 1:
+        return x
+    return x[:, :, :, None, :, None].expand(n, c, h, f, w, f).reshape(n, c, out_h, out_w)
+
+
+def _upsampling(p, *inputs):
+    """nearest: every input repeated up to the first input's size x scale, then concatenated on
+    channels (or summed); bilinear: a depthwise transposed convolution with the weight input
+    (kernel 2s - s%2, stride s, pad ceil((s-1)/2))."""
+    if p.sample_type == 'bilinear':
+        data, weight = inputs
+        _check_4d('UpSampling', data.shape)
+        return F.conv_transpose2d(data, weight, None, p.scale, _bilinear_pad(p.scale),
+                                  groups=data.shape[1])
+    _, _, out_h, out_w = _nearest_out_shape(p, [tuple(x.shape) for x in inputs])
+    scaled = [_repeat_nearest(x, out_h, out_w) for x in inputs]
+    if len(scaled) == 1:
+        return scaled[0]
+    if p.multi_input_mode == 'concat':
+        return torch.cat(scaled, dim=1)
+    out = scaled[0]
+    for x in scaled[1:]:
+        out = out + x
+    return out
+
+
+def _upsampling_shape(p, ins, outs):
+    first = ins[0]
+    if first is None:
+        return ins, outs
+    _check_4d('UpSampling', first)
+    n, c, h, w = first
+    if p.sample_type == 'bilinear':
+        k = _bilinear_kernel(p.scale)
+        out = (n, c, h * p.scale, w * p.scale)
+        return [first, merge(ins[1], (c, 1, k, k))], [merge(outs[0], out)]
+    if not all(known(s) for s in ins):
+        return ins, outs
+    return ins, [merge(outs[0], _nearest_out_shape(p, ins))]
+
+
+register(_NamedVariadicOp(
+    'UpSampling', _upsampling,
+    params={'scale': Int(), 'num_filter': Int(0),
+            'sample_type': Enum(('bilinear', 'nearest')),
+            'multi_input_mode': Enum(('concat', 'sum'), 'concat'), 'num_args': Int(),
+            'workspace': Int(512)},
+    inputs=_upsampling_inputs, variadic='num_args', infer_shape=_upsampling_shape,
+    # MXNet tags the second input for bilinear init whatever the mode (nearest: arg1)
+    init_hints={'weight': _BILINEAR_INIT, 'arg1': _BILINEAR_INIT}))
+
+
+# ---------------------------------------------------------------------------------------------
+# LRN
+# ---------------------------------------------------------------------------------------------
+def _check_lrn(p, shape):
+    _check_4d('LRN', shape)
+    require(p.nsize > 0, 'LRN: nsize must be positive, got nsize=%d', p.nsize)
+
+
+def _lrn(p, data):
+    """x * (knorm + alpha / nsize * sum of x^2 over the channels within (nsize-1)//2 of each
+    channel)^(-beta)."""
+    _check_lrn(p, data.shape)
+    half = (p.nsize - 1) // 2
+    n, c = data.shape[:2]
+    squares = F.pad((data * data).reshape(n, 1, c, -1), (0, 0, half, half))
+    sums = F.avg_pool2d(squares, (2 * half + 1, 1), 1, divisor_override=1).reshape(data.shape)
+    return data * (p.knorm + (p.alpha / p.nsize) * sums).pow(-p.beta)
+
+
+def _lrn_shape(p, ins, outs):
+    data = merge(ins[0], outs[0])
+    if data is not None:
+        _check_lrn(p, data)
+    return [data], [data]
+
+
+register(OpDef('LRN', _lrn,
+               params={'alpha': Float(1e-4), 'beta': Float(0.75), 'knorm': Float(2.0),
+                       'nsize': Int()},
+               infer_shape=_lrn_shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# ROIPooling
+# ---------------------------------------------------------------------------------------------
+def _round_half_away(x):
+    return torch.sign(x) * torch.floor(x.abs() + 0.5)
+
+
+def _roi_bins(starts, ends, pooled, size):
+    """(bin starts, bin ends) of shape (R, pooled): [floor(i * len / pooled),
+    ceil((i+1) * len / pooled)) shifted by the roi start and clipped to [0, size]."""
+    length = (ends - starts + 1).clamp(min=1)
+    bin_size = (length / pooled).unsqueeze(1)
+    i = torch.arange(pooled, device=starts.device, dtype=starts.dtype)
+    lo = torch.floor(i * bin_size) + starts.unsqueeze(1)
+    hi = torch.ceil((i + 1) * bin_size) + starts.unsqueeze(1)
+    return lo.clamp(0, size), hi.clamp(0, size)
+
+
+def _roi_pooling(p, data, rois):
+    """Max pooling of each roi [batch_index, x1, y1, x2, y2] (scaled by spatial_scale, rounded)
+    into pooled_size bins; empty bins give 0."""
+    _check_roi(p, tuple(data.shape), tuple(rois.shape))
+    pooled_h, pooled_w = p.pooled_size
+    height, width = data.shape[2:]
+    corners = _round_half_away(rois[:, 1:] * p.spatial_scale)
+    h_lo, h_hi = _roi_bins(corners[:, 1], corners[:, 3], pooled_h, height)
+    w_lo, w_hi = _roi_bins(corners[:, 0], corners[:, 2], pooled_w, width)
+    rows = torch.arange(height, device=data.device, dtype=rois.dtype)
+    cols = torch.arange(width, device=data.device, dtype=rois.dtype)
+    in_col = (cols >= w_lo.unsqueeze(2)) & (cols < w_hi.unsqueeze(2))     # (R, PW, W)
+    features = data[rois[:, 0].long()]                                    # (R, C, H, W)
+    lowest = torch.tensor(float('-inf'), dtype=data.dtype, device=data.device)
+    columns = []
+    for ph in range(pooled_h):                         # a loop over bins, not elements
+        in_row = (rows >= h_lo[:, ph:ph + 1]) & (rows < h_hi[:, ph:ph + 1])   # (R, H)
+        row_max = torch.where(in_row[:, None, :, None], features, lowest).max(dim=2).values
+        cells = torch.where(in_col[:, None], row_max.unsqueeze(2), lowest)    # (R, C, PW, W)
+        columns.append(cells.max(dim=3).values)
+    out = torch.stack(columns, dim=2)                                     # (R, C, PH, PW)
+    empty = (h_hi <= h_lo).unsqueeze(2) | (w_hi <= w_lo).unsqueeze(1)     # (R, PH, PW)
+    return torch.where(empty.unsqueeze(1), torch.zeros((), dtype=data.dtype), out)
+
+
+def _check_roi(p, data, rois):
+    require(len(p.pooled_size) == 2, 'ROIPooling: pooled_size must have 2 entries (height, '
+            'width), got pooled_size=%s', p.pooled_size)
+    _check_4d('ROIPooling', data)
+    require(len(rois) == 2 and rois[1] in (0, 5), 'ROIPooling: rois must be 2-D (num_rois, 5), '
+            'got shape %s', rois)
+
+
+def _roi_pooling_shape(p, ins, outs):
+    data, rois = ins
+    if data is None or rois is None:
+        return ins, outs
+    _check_roi(p, data, rois)
+    out = (rois[0], data[1]) + tuple(p.pooled_size)
+    return [data, merge(rois, (rois[0], 5))], [merge(outs[0], out)]
+
+
+register(OpDef('ROIPooling', _roi_pooling,
+               params={'pooled_size': Shape(), 'spatial_scale': Float()},
+               inputs=('data', 'rois'), infer_shape=_roi_pooling_shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# Crop
+# ---------------------------------------------------------------------------------------------
+def _crop_window(p, data, like):
+    """(y, x, height, width) of the crop of a 4-D data shape."""
+    require(p.num_args in (1, 2), 'Crop: num_args must be 1 or 2, got num_args=%d', p.num_args)
+    _check_4d('Crop', data)
+    if like is not None:
+        _check_4d('Crop', like, 'crop_like')
+        height, width = like[2:]
+    else:
+        require(len(p.h_w) == 2 and min(p.h_w) >= 1, 'Crop: h_w must be 2 positive sizes, '
+                'got h_w=%s', p.h_w)
+        height, width = p.h_w
+    if p.center_crop:
+        y, x = (data[2] - height) // 2, (data[3] - width) // 2
+    else:
+        require(len(p.offset) == 2, 'Crop: offset must have 2 entries, got offset=%s', p.offset)
+        y, x = p.offset
+    require(y >= 0 and x >= 0 and y + height <= data[2] and x + width <= data[3],
+            'Crop: the crop of %dx%d at offset (%d, %d) does not fit the data %s',
+            height, width, y, x, tuple(data))
+    return y, x, height, width
+
+
+def _crop(p, data, crop_like=None):
+    """The (h, w) window of a 4-D input at `offset` (or centred); h, w from h_w or crop_like."""
+    like = tuple(crop_like.shape) if crop_like is not None else None
+    y, x, height, width = _crop_window(p, tuple(data.shape), like)
+    return data[:, :, y:y + height, x:x + width]
+
+
+def _crop_shape(p, ins, outs):
+    data = ins[0]
+    like = ins[1] if p.num_args == 2 else None
+    if data is None or not all(data[2:]) or (p.num_args == 2 and like is None):
+        return ins, outs
+    _, _, height, width = _crop_window(p, data, like)
+    return ins, [merge(outs[0], tuple(data[:2]) + (height, width))]
+
+
+register(_NamedVariadicOp(
+    'Crop', _crop,
+    params={'num_args': Int(), 'offset': Shape((0, 0)), 'h_w': Shape((0, 0)),
+            'center_crop': Bool(False)},
+    inputs=lambda p: ('data', 'crop_like') if p.num_args == 2 else ('data',),
+    variadic='num_args', infer_shape=_crop_shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# Pad
+# ---------------------------------------------------------------------------------------------
+_PAD_MODES = {'constant': 'constant', 'edge': 'replicate', 'reflect': 'reflect'}
+
+
+def _pad_widths(p, shape):
+    """[(before, after)] per spatial axis of 4-D/5-D data, checked."""
+    ndim = len(shape)
+    require(ndim in (4, 5), 'Pad: data must be 4-D or 5-D, got %d-D data', ndim)
+    require(len(p.pad_width) == 2 * ndim, 'Pad: pad_width must have 2 entries per axis (%d), '
+            'got pad_width=%s', 2 * ndim, p.pad_width)
+    require(not any(p.pad_width[:4]), 'Pad: only spatial axes are padded; the first 4 entries '
+            'of pad_width must be 0, got pad_width=%s', p.pad_width)
+    widths = list(zip(p.pad_width[4::2], p.pad_width[5::2]))
+    if p.mode == 'reflect':
+        require(all(max(w) < n for w, n in zip(widths, shape[2:]) if n), 'Pad: mode=reflect '
+                'needs pads smaller than the axis, got pad_width=%s for %s', p.pad_width, shape)
+    return widths
+
+
+def _pad(p, data):
+    """Pad the spatial axes: constant value, edge (repeat the border) or reflect (mirror
+    without repeating the border)."""
+    widths = _pad_widths(p, tuple(data.shape))
+    flat = [w for pair in reversed(widths) for w in pair]
+    if p.mode == 'constant':
+        return F.pad(data, flat, value=p.constant_value)
+    return F.pad(data, flat, mode=_PAD_MODES[p.mode])
+
+
+def _pad_shape(p, ins, outs):
+    data = ins[0]
+    if data is None:
+        return ins, outs
+    widths = _pad_widths(p, data)
+    out = tuple(data[:2]) + tuple(n + a + b if n else 0 for n, (a, b) in zip(data[2:], widths))
+    return ins, [merge(outs[0], out)]
+
+
+register(OpDef('Pad', _pad,
+               params={'mode': Enum(('constant', 'edge', 'reflect')), 'pad_width': Shape(),
+                       'constant_value': Float(0.0)},
+               infer_shape=_pad_shape, aliases=('pad',)))
+
+
+# ---------------------------------------------------------------------------------------------
+# depth_to_space / space_to_depth
+# ---------------------------------------------------------------------------------------------
+def _check_block(op, p, shape, to_space):
+    require(p.block_size > 0, '%s: block_size must be positive, got %d', op, p.block_size)
+    _check_4d(op, shape)
+    b = p.block_size
+    if to_space:
+        require(not shape[1] or shape[1] % (b * b) == 0, '%s: the %d channels must be a '
+                'multiple of block_size^2 = %d', op, shape[1], b * b)
+    else:
+        require(all(not n or n % b == 0 for n in shape[2:]), '%s: height and width %s must be '
+                'multiples of block_size=%d', op, tuple(shape[2:]), b)
+
+
+def _depth_to_space(p, data):
+    """(N, C, H, W) -> (N, C/b^2, H*b, W*b); channel blocks are ordered (row, column, channel)."""
+    _check_block('depth_to_space', p, data.shape, True)
+    n, c, h, w = data.shape
+    b = p.block_size
+    blocks = data.reshape(n, b, b, c // (b * b), h, w).permute(0, 3, 4, 1, 5, 2)
+    return blocks.reshape(n, c // (b * b), h * b, w * b)
+
+
+def _space_to_depth(p, data):
+    """(N, C, H, W) -> (N, C*b^2, H/b, W/b), the inverse of depth_to_space."""
+    _check_block('space_to_depth', p, data.shape, False)
+    n, c, h, w = data.shape
+    b = p.block_size
+    blocks = data.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
+    return blocks.reshape(n, c * b * b, h // b, w // b)
+
+
+def _block_shape(op, to_space):
+    def rule(p, ins, outs):
+        data = ins[0]
+        if data is None:
+            return ins, outs
+        _check_block(op, p, data, to_space)
+        n, c, h, w = data
+        b = p.block_size
+        if to_space:
+            out = (n, c // (b * b), h * b, w * b)
+        else:
+            out = (n, c * b * b, h // b, w // b)
+        return ins, [merge(outs[0], out)]
+    return rule
+
+
+register(OpDef('depth_to_space', _depth_to_space, params={'block_size': Int()},
+               infer_shape=_block_shape('depth_to_space', True)))
+register(OpDef('space_to_depth', _space_to_depth, params={'block_size': Int()},
+               infer_shape=_block_shape('space_to_depth', False)))
