@@ -3,8 +3,12 @@ Pad, depth_to_space / space_to_depth.
 
 Shapes in the rules are channel-first internally; channel-last layouts (NWC, NHWC, NDHWC) move
 the channel axis on the way in and out. Geometry checks raise MXNetError naming the operator and
-the parameter, in shape inference and in imperative calls alike.
+the parameter, in shape inference and in imperative calls alike. The checked geometry of a
+(params, shape) pair is cached: forward passes run it every step.
 """
+import collections
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -113,6 +117,7 @@ def _conv_out_size(x, k, s, d, pad):
     return (x + 2 * pad - span) // s + 1
 
 
+@functools.lru_cache(maxsize=4096)
 def _conv_shapes(p, data):
     """(kernel, stride, dilate, pad, weight shape, output shape) of Convolution for a
     channel-first data shape (0 = unknown dim), checked."""
@@ -168,6 +173,7 @@ register(OpDef('Convolution', _convolution,
 # ---------------------------------------------------------------------------------------------
 # Deconvolution
 # ---------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4096)
 def _deconv_geometry(p, data):
     """(kernel, stride, dilate, pad, adj, output spatial sizes) for a channel-first data shape.
 
@@ -248,17 +254,34 @@ def _pool_out_size(x, k, s, pad, convention):
     return -(-x // s)                                  # same
 
 
-def _pool_geometry(p, data):
-    """(kernel, stride, pad, output spatial sizes) of Pooling on a channel-first data shape."""
+def _torch_pool_size(x, k, s, pad, ceil_mode):
+    """Output size torch's pooling gives (it drops a last window starting in the right pad)."""
+    span = x + 2 * pad - k
+    size = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (size - 1) * s >= x + pad:
+        size -= 1
+    return size
+
+
+# The windows of one Pooling call; torch_alike: torch's pooling (implicit padding, ceil_mode for
+# the full/same conventions) has exactly these windows.
+_Windows = collections.namedtuple('_Windows', 'kernel stride pad sizes torch_alike')
+
+
+@functools.lru_cache(maxsize=4096)
+def _pool_windows(p, data):
+    """The checked _Windows of Pooling on a channel-first data shape (0 = unknown dim)."""
     ndim = len(data)
     require(3 <= ndim <= 5, 'Pooling: data must be 3-D, 4-D or 5-D (batch, channel and 1 to 3 '
             'spatial dims), got %d-D data', ndim)
+    require(p.pool_type != 'lp' or p.p_value in (1, 2, 3), 'Pooling: pool_type=lp needs p_value '
+            'in 1, 2, 3, got p_value=%s', p.p_value)
     rank = ndim - 2
     if p.global_pool:
         if p.layout is not None:
             require(_LAYOUT_RANK[p.layout] == rank, 'Pooling: layout=%s expects %d-D data, got '
                     '%d-D data', p.layout, _LAYOUT_RANK[p.layout] + 2, ndim)
-        return tuple(data[2:]), (1,) * rank, (0,) * rank, (1,) * rank
+        return _Windows(tuple(data[2:]), (1,) * rank, (0,) * rank, (1,) * rank, False)
     _check_rank('Pooling', p, ndim)
     kernel = tuple(p.kernel)
     stride = _per_dim('Pooling', p, 'stride', rank, 1)
@@ -273,47 +296,36 @@ def _pool_geometry(p, data):
         require(not x or k <= x + 2 * pd, 'Pooling: kernel=%s exceeds the padded input %s',
                 kernel, tuple(data[2:]))
         sizes.append(_pool_out_size(x, k, s, pd, p.pooling_convention) if x else 0)
-    return kernel, stride, pad, tuple(sizes)
+    ceil_mode = p.pooling_convention != 'valid'
+    torch_alike = all(pd <= k // 2 and _torch_pool_size(x, k, s, pd, ceil_mode) == size
+                      for x, k, s, pd, size in zip(data[2:], kernel, stride, pad, sizes))
+    return _Windows(kernel, stride, pad, tuple(sizes), torch_alike)
 
 
-def _torch_pool_size(x, k, s, pad, ceil_mode):
-    """Output size torch's pooling gives (it drops a last window starting in the right pad)."""
-    span = x + 2 * pad - k
-    size = (-(-span // s) if ceil_mode else span // s) + 1
-    if ceil_mode and (size - 1) * s >= x + pad:
-        size -= 1
-    return size
-
-
-def _torch_pools_alike(x, kernel, stride, pad, sizes, ceil_mode):
-    """True when torch's pooling (implicit padding) has MXNet's windows."""
-    return all(pd <= k // 2 and _torch_pool_size(n, k, s, pd, ceil_mode) == size
-               for n, k, s, pd, size in zip(x.shape[2:], kernel, stride, pad, sizes))
-
-
-def _explicit_pad(x, kernel, stride, pad, sizes, value=0.0):
-    """x padded so that plain (unpadded) windows give exactly `sizes` outputs; negative right
+def _explicit_pad(x, w, value=0.0):
+    """x padded so that plain (unpadded) windows give exactly w.sizes outputs; negative right
     padding crops cells no window reaches."""
     widths = []
-    for n, k, s, pd, size in zip(x.shape[2:], kernel, stride, pad, sizes):
+    for n, k, s, pd, size in zip(x.shape[2:], w.kernel, w.stride, w.pad, w.sizes):
         widths.append((pd, (size - 1) * s + k - n - pd))
-    return F.pad(x, [w for pair in reversed(widths) for w in pair], value=value)
+    return F.pad(x, [v for pair in reversed(widths) for v in pair], value=value)
 
 
-def _window_sums(x, kernel, stride, pad, sizes):
-    padded = _explicit_pad(x, kernel, stride, pad, sizes)
-    if len(kernel) == 1:          # avg_pool1d has no divisor_override: pool 1 x k in 2-D
-        return F.avg_pool2d(padded.unsqueeze(2), (1,) + kernel, (1,) + stride,
+def _window_sums(x, w):
+    padded = _explicit_pad(x, w)
+    if len(w.kernel) == 1:          # avg_pool1d has no divisor_override: pool 1 x k in 2-D
+        return F.avg_pool2d(padded.unsqueeze(2), (1,) + w.kernel, (1,) + w.stride,
                             divisor_override=1).squeeze(2)
-    return _AVG_POOL[len(kernel)](padded, kernel, stride, divisor_override=1)
+    return _AVG_POOL[len(w.kernel)](padded, w.kernel, w.stride, divisor_override=1)
 
 
-def _window_counts(x, kernel, stride, pad, sizes, include_pad):
+def _window_counts(x, w, include_pad):
     """Avg divisor per output cell: window cells inside the padded input (include_pad) or inside
     the input; an empty window divides by 1 (its sum is 0)."""
     counts = None
-    rank = len(kernel)
-    for axis, (n, k, s, pd, size) in enumerate(zip(x.shape[2:], kernel, stride, pad, sizes)):
+    rank = len(w.kernel)
+    for axis, (n, k, s, pd, size) in enumerate(zip(x.shape[2:], w.kernel, w.stride, w.pad,
+                                                    w.sizes)):
         start = torch.arange(size, device=x.device) * s - pd
         end = torch.clamp(start + k, max=n + pd)
         if not include_pad:
@@ -324,27 +336,26 @@ def _window_counts(x, kernel, stride, pad, sizes, include_pad):
     return counts.clamp(min=1).to(x.dtype)
 
 
-def _max_pool(p, x, kernel, stride, pad, sizes):
+def _max_pool(p, x, w):
     """Max over windows; padding and cells past it act as the dtype's lowest value."""
-    ceil_mode = p.pooling_convention != 'valid'
-    if _torch_pools_alike(x, kernel, stride, pad, sizes, ceil_mode):
-        return _MAX_POOL[len(kernel)](x, kernel, stride, pad, ceil_mode=ceil_mode)
-    padded = _explicit_pad(x, kernel, stride, pad, sizes, torch.finfo(x.dtype).min)
-    return _MAX_POOL[len(kernel)](padded, kernel, stride)
+    if w.torch_alike:
+        return _MAX_POOL[len(w.kernel)](x, w.kernel, w.stride, w.pad,
+                                        ceil_mode=p.pooling_convention != 'valid')
+    padded = _explicit_pad(x, w, torch.finfo(x.dtype).min)
+    return _MAX_POOL[len(w.kernel)](padded, w.kernel, w.stride)
 
 
-def _avg_pool(p, x, kernel, stride, pad, sizes):
+def _avg_pool(p, x, w):
     include_pad = p.count_include_pad is not False
-    ceil_mode = p.pooling_convention != 'valid'
-    if _torch_pools_alike(x, kernel, stride, pad, sizes, ceil_mode):
-        return _AVG_POOL[len(kernel)](x, kernel, stride, pad, ceil_mode=ceil_mode,
-                                      count_include_pad=include_pad)
-    counts = _window_counts(x, kernel, stride, pad, sizes, include_pad)
-    return _window_sums(x, kernel, stride, pad, sizes) / counts
+    if w.torch_alike:
+        return _AVG_POOL[len(w.kernel)](x, w.kernel, w.stride, w.pad,
+                                        ceil_mode=p.pooling_convention != 'valid',
+                                        count_include_pad=include_pad)
+    return _window_sums(x, w) / _window_counts(x, w, include_pad)
 
 
-def _sum_pool(p, x, kernel, stride, pad, sizes):
-    return _window_sums(x, kernel, stride, pad, sizes)
+def _sum_pool(p, x, w):
+    return _window_sums(x, w)
 
 
 def _lp_root(sums, p_value):
@@ -355,9 +366,9 @@ def _lp_root(sums, p_value):
     return sums.sign() * sums.abs().pow(1.0 / 3)
 
 
-def _lp_pool(p, x, kernel, stride, pad, sizes):
+def _lp_pool(p, x, w):
     """(sum of x^p)^(1/p) over windows, p in 1, 2, 3 (no absolute value, a real cube root)."""
-    return _lp_root(_window_sums(x.pow(p.p_value), kernel, stride, pad, sizes), p.p_value)
+    return _lp_root(_window_sums(x.pow(p.p_value), w), p.p_value)
 
 
 _WINDOW_POOLS = {'max': _max_pool, 'avg': _avg_pool, 'sum': _sum_pool, 'lp': _lp_pool}
@@ -376,33 +387,26 @@ def _global_pool(p, x):
     return out.reshape(tuple(x.shape[:2]) + (1,) * (x.dim() - 2))
 
 
-def _check_p_value(p):
-    require(p.pool_type != 'lp' or p.p_value in (1, 2, 3), 'Pooling: pool_type=lp needs p_value '
-            'in 1, 2, 3, got p_value=%s', p.p_value)
-
-
 def _pooling(p, data):
     """Max/avg/sum/lp pooling over 1 to 3 spatial dims with MXNet's window conventions: valid
     (floor), full (ceil: windows may run past the padded input and are clipped) or same; the avg
     divisor counts the clipped window's cells in the padded input (count_include_pad, default) or
     in the input. global_pool pools each whole plane."""
-    _check_p_value(p)
     channel_last = p.layout in _CHANNEL_LAST
     x = data.movedim(-1, 1) if channel_last else data
-    kernel, stride, pad, sizes = _pool_geometry(p, tuple(x.shape))
+    windows = _pool_windows(p, tuple(x.shape))
     if p.global_pool:
         out = _global_pool(p, x)
     else:
-        out = _WINDOW_POOLS[p.pool_type](p, x, kernel, stride, pad, sizes)
+        out = _WINDOW_POOLS[p.pool_type](p, x, windows)
     return out.movedim(1, -1) if channel_last else out
 
 
 def _pooling_shape(p, ins, outs):
     if ins[0] is None:
         return ins, outs
-    _check_p_value(p)
     data = _channel_first(ins[0], p.layout)
-    sizes = _pool_geometry(p, data)[3]
+    sizes = _pool_windows(p, data).sizes
     return ins, [merge(outs[0], _channel_last_if(data[:2] + sizes, p.layout))]
 
 
@@ -569,16 +573,16 @@ def _roi_pooling(p, data, rois):
     cols = torch.arange(width, device=data.device, dtype=rois.dtype)
     in_col = (cols >= w_lo.unsqueeze(2)) & (cols < w_hi.unsqueeze(2))     # (R, PW, W)
     features = data[rois[:, 0].long()]                                    # (R, C, H, W)
-    lowest = torch.tensor(float('-inf'), dtype=data.dtype, device=data.device)
+    inf = float('inf')
     columns = []
     for ph in range(pooled_h):                         # a loop over bins, not elements
         in_row = (rows >= h_lo[:, ph:ph + 1]) & (rows < h_hi[:, ph:ph + 1])   # (R, H)
-        row_max = torch.where(in_row[:, None, :, None], features, lowest).max(dim=2).values
-        cells = torch.where(in_col[:, None], row_max.unsqueeze(2), lowest)    # (R, C, PW, W)
+        row_max = torch.where(in_row[:, None, :, None], features, -inf).max(dim=2).values
+        cells = torch.where(in_col[:, None], row_max.unsqueeze(2), -inf)      # (R, C, PW, W)
         columns.append(cells.max(dim=3).values)
     out = torch.stack(columns, dim=2)                                     # (R, C, PH, PW)
     empty = (h_hi <= h_lo).unsqueeze(2) | (w_hi <= w_lo).unsqueeze(1)     # (R, PH, PW)
-    return torch.where(empty.unsqueeze(1), torch.zeros((), dtype=data.dtype), out)
+    return torch.where(empty.unsqueeze(1), 0.0, out)
 
 
 def _check_roi(p, data, rois):
