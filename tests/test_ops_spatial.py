@@ -164,6 +164,7 @@ def test_deconvolution_target_shape_is_pad_and_adj():
 # ---------------------------------------------------------------------------------------------
 # Numeric gradients (float64, tiny shapes)
 # ---------------------------------------------------------------------------------------------
+AFFINE = np.array([[0.9, 0.13, 0.05, -0.1, 0.8, 0.07]])   # a 2x3 map, away from pixel centres
 NUMERIC = [
     ('Convolution', {'data': (1, 2, 4, 4), 'weight': (2, 1, 2, 2), 'bias': (2,)},
      {'kernel': (2, 2), 'num_filter': 2, 'num_group': 2, 'stride': (2, 1), 'pad': (1, 0),
@@ -184,7 +185,7 @@ NUMERIC = [
     ('UpSampling', {'data': (1, 2, 2, 2), 'weight': (2, 1, 4, 4)},
      {'scale': 2, 'sample_type': 'bilinear', 'num_filter': 2}),
     ('LRN', {'data': (1, 4, 2, 2)}, {'nsize': 3, 'alpha': 0.5}),
-    ('ROIPooling', {'data': (1, 2, 5, 5), 'rois': (2, 5)},
+    ('ROIPooling', {'data': (1, 2, 5, 5), 'rois': np.array([[0, 0, 0, 3, 4], [0, 1.2, 2.4, 4, 4]])},
      {'pooled_size': (2, 2), 'spatial_scale': 1.0}),
     ('Crop', {'data': (1, 2, 4, 5), 'crop_like': (1, 1, 2, 3)}, {'offset': (1, 1)}),
     ('Pad', {'data': (1, 1, 3, 3)}, {'mode': 'reflect', 'pad_width': (0, 0, 0, 0, 2, 1, 1, 2)}),
@@ -201,6 +202,12 @@ NUMERIC = [
     ('LeakyReLU', {'data': (2, 3)}, {'act_type': 'elu', 'slope': 0.5}),
     ('LeakyReLU', {'data': (2, 3)}, {'act_type': 'gelu'}),
     ('LeakyReLU', {'data': (2, 3)}, {'slope': 0.2}),
+    ('GridGenerator', {'data': AFFINE}, {'transform_type': 'affine', 'target_shape': (2, 3)}),
+    ('GridGenerator', {'data': (1, 2, 2, 3)}, {'transform_type': 'warp'}),
+    ('BilinearSampler', {'data': (1, 2, 3, 4), 'grid': np.linspace(-0.93, 1.1, 12).reshape(
+        1, 2, 2, 3)}, {}),
+    ('SpatialTransformer', {'data': (1, 2, 3, 4), 'loc': AFFINE},
+     {'target_shape': (2, 2), 'transform_type': 'affine', 'sampler_type': 'bilinear'}),
 ]
 
 
@@ -211,14 +218,13 @@ def _away_from_kinks(shape):
     return (spaced + np.random.uniform(-0.03, 0.03, n)).reshape(shape)
 
 
-@pytest.mark.parametrize('op,shapes,params', NUMERIC, ids=lambda x: str(x))
-def test_numeric_gradient(op, shapes, params):
-    location = {n: _away_from_kinks(s) for n, s in shapes.items()}
-    grad_nodes = None
-    if op == 'ROIPooling':
-        location['rois'] = np.array([[0, 0, 0, 3, 4], [0, 1.2, 2.4, 4, 4]])
-        grad_nodes = ['data']
-    sym = _symbol(op, list(shapes), params)
+@pytest.mark.parametrize('op,inputs,params', NUMERIC, ids=lambda x: str(x))
+def test_numeric_gradient(op, inputs, params):
+    """inputs: {name: shape (random values) or the values themselves}."""
+    location = {n: v if isinstance(v, np.ndarray) else _away_from_kinks(v)
+                for n, v in inputs.items()}
+    grad_nodes = ['data'] if op == 'ROIPooling' else None     # rois are indices
+    sym = _symbol(op, list(inputs), params)
     check_numeric_gradient(sym, location, grad_nodes=grad_nodes, dtype=np.float64,
                            numeric_eps=1e-6, rtol=1e-4, atol=1e-8)
 
@@ -326,6 +332,11 @@ ERRORS = [
     ('L2Normalization', {'data': (2, 3)}, {'mode': 'channel'}, 'at least 3 dims'),
     ('LeakyReLU', {'data': (2, 3, 4), 'gamma': (2,)}, {'act_type': 'prelu'},
      r'gamma of shape \(3,\)'),
+    ('GridGenerator', {'data': (2, 4)}, {'transform_type': 'affine', 'target_shape': (3, 3)},
+     r'needs data of shape \(batch, 6\)'),
+    ('SpatialTransformer', {'data': (1, 2, 3, 3), 'loc': (1, 6)},
+     {'transform_type': 'affine', 'sampler_type': 'bilinear'}, 'target_shape must be'),
+    ('BilinearSampler', {'data': (1, 2, 3, 3), 'grid': (1, 2, 3)}, {}, 'grid must be 4-D'),
 ]
 
 

@@ -755,3 +755,117 @@ register(OpDef('depth_to_space', _depth_to_space, params={'block_size': Int()},
                infer_shape=_block_shape('depth_to_space', True)))
 register(OpDef('space_to_depth', _space_to_depth, params={'block_size': Int()},
                infer_shape=_block_shape('space_to_depth', False)))
+
+
+# ---------------------------------------------------------------------------------------------
+# GridGenerator, BilinearSampler, SpatialTransformer
+# ---------------------------------------------------------------------------------------------
+def _affine_grid(theta, height, width):
+    """(N, 2, H, W) source points (x, y) in [-1, 1]: each (N, 6) row is a 2x3 affine map of the
+    target grid's normalised coordinates (corners at -1 and 1)."""
+    grid = F.affine_grid(theta.reshape(-1, 2, 3), [theta.shape[0], 1, height, width],
+                         align_corners=True)
+    return grid.permute(0, 3, 1, 2)
+
+
+def _warp_grid(flow):
+    """(N, 2, H, W) source points: each pixel moved by its (x, y) flow, normalised to [-1, 1]."""
+    _, _, height, width = flow.shape
+    cols = torch.arange(width, device=flow.device, dtype=flow.dtype)
+    rows = torch.arange(height, device=flow.device, dtype=flow.dtype).unsqueeze(1)
+    x = (flow[:, 0] + cols) / ((width - 1) / 2) - 1
+    y = (flow[:, 1] + rows) / ((height - 1) / 2) - 1
+    return torch.stack([x, y], dim=1)
+
+
+def _check_grid_input(p, shape):
+    if p.transform_type == 'affine':
+        require(len(shape) == 2 and shape[1] in (0, 6), 'GridGenerator: transform_type=affine '
+                'needs data of shape (batch, 6), got %s', tuple(shape))
+        require(len(p.target_shape) == 2 and min(p.target_shape) > 0, 'GridGenerator: '
+                'transform_type=affine needs target_shape=(height, width), got %s',
+                p.target_shape)
+    else:
+        require(len(shape) == 4 and shape[1] in (0, 2), 'GridGenerator: transform_type=warp '
+                'needs data of shape (batch, 2, height, width), got %s', tuple(shape))
+
+
+def _grid_generator(p, data):
+    """Sampling grid (N, 2, H, W) of (x, y) in [-1, 1] for BilinearSampler: affine (data holds
+    2x3 matrices, H, W = target_shape) or warp (data is a per-pixel flow in pixels)."""
+    _check_grid_input(p, data.shape)
+    if p.transform_type == 'affine':
+        return _affine_grid(data, *p.target_shape)
+    return _warp_grid(data)
+
+
+def _grid_generator_shape(p, ins, outs):
+    data = ins[0]
+    if data is None:
+        return ins, outs
+    _check_grid_input(p, data)
+    if p.transform_type == 'affine':
+        return [merge(data, (0, 6))], [merge(outs[0], (data[0], 2) + tuple(p.target_shape))]
+    return [merge(data, (0, 2, 0, 0))], [merge(outs[0], data)]
+
+
+register(OpDef('GridGenerator', _grid_generator,
+               params={'transform_type': Enum(('affine', 'warp')), 'target_shape': Shape((0, 0))},
+               infer_shape=_grid_generator_shape))
+
+
+def _sample_bilinear(data, grid):
+    """data sampled at grid (N, 2, H, W) of (x, y) in [-1, 1] (-1 and 1 are the centres of the
+    border pixels); points outside read zeros."""
+    return F.grid_sample(data, grid.permute(0, 2, 3, 1), mode='bilinear', padding_mode='zeros',
+                         align_corners=True)
+
+
+def _bilinear_sampler(p, data, grid):
+    """Bilinear sampling of data (N, C, H, W) at the grid's (x, y) points."""
+    _check_4d('BilinearSampler', data.shape)
+    _check_4d('BilinearSampler', grid.shape, 'grid')
+    return _sample_bilinear(data, grid)
+
+
+def _bilinear_sampler_shape(p, ins, outs):
+    data, grid = ins
+    if data is None or grid is None:
+        return ins, outs
+    _check_4d('BilinearSampler', data)
+    _check_4d('BilinearSampler', grid, 'grid')
+    return [data, merge(grid, (data[0], 2, 0, 0))], [merge(outs[0], tuple(data[:2]) + grid[2:])]
+
+
+register(OpDef('BilinearSampler', _bilinear_sampler, params={'cudnn_off': Bool(None)},
+               inputs=('data', 'grid'), infer_shape=_bilinear_sampler_shape))
+
+
+def _check_transformer(p, data, loc):
+    _check_4d('SpatialTransformer', data)
+    require(len(p.target_shape) == 2 and min(p.target_shape) > 0, 'SpatialTransformer: '
+            'target_shape must be (height, width), got %s', p.target_shape)
+    require(loc is None or (len(loc) == 2 and loc[1] in (0, 6)), 'SpatialTransformer: loc must '
+            'have shape (batch, 6), got %s', loc)
+
+
+def _spatial_transformer(p, data, loc):
+    """Affine warp of data: bilinear samples at the affine grid of loc's 2x3 matrices over a
+    target_shape output."""
+    _check_transformer(p, tuple(data.shape), tuple(loc.shape))
+    return _sample_bilinear(data, _affine_grid(loc, *p.target_shape))
+
+
+def _spatial_transformer_shape(p, ins, outs):
+    data, loc = ins
+    if data is None:
+        return ins, outs
+    _check_transformer(p, data, loc)
+    out = tuple(data[:2]) + tuple(p.target_shape)
+    return [data, merge(loc, (data[0], 6))], [merge(outs[0], out)]
+
+
+register(OpDef('SpatialTransformer', _spatial_transformer,
+               params={'target_shape': Shape((0, 0)), 'transform_type': Enum(('affine',)),
+                       'sampler_type': Enum(('bilinear',)), 'cudnn_off': Bool(None)},
+               inputs=('data', 'loc'), infer_shape=_spatial_transformer_shape))
