@@ -208,6 +208,10 @@ NUMERIC = [
         1, 2, 2, 3)}, {}),
     ('SpatialTransformer', {'data': (1, 2, 3, 4), 'loc': AFFINE},
      {'target_shape': (2, 2), 'transform_type': 'affine', 'sampler_type': 'bilinear'}),
+    ('Correlation', {'data1': (1, 2, 4, 4), 'data2': (1, 2, 4, 4)},
+     {'kernel_size': 3, 'max_displacement': 1, 'stride1': 2, 'pad_size': 1}),
+    ('Correlation', {'data1': (1, 1, 3, 3), 'data2': (1, 1, 3, 3)},
+     {'pad_size': 1, 'is_multiply': False}),
 ]
 
 
@@ -337,6 +341,8 @@ ERRORS = [
     ('SpatialTransformer', {'data': (1, 2, 3, 3), 'loc': (1, 6)},
      {'transform_type': 'affine', 'sampler_type': 'bilinear'}, 'target_shape must be'),
     ('BilinearSampler', {'data': (1, 2, 3, 3), 'grid': (1, 2, 3)}, {}, 'grid must be 4-D'),
+    ('Correlation', {'data1': (1, 2, 4, 4), 'data2': (1, 2, 4, 4)}, {'max_displacement': 2},
+     'leave no output'),
 ]
 
 

@@ -1,5 +1,6 @@
 """Spatial operators: Convolution, Deconvolution, Pooling, UpSampling, LRN, ROIPooling, Crop,
-Pad, depth_to_space / space_to_depth.
+Pad, depth_to_space / space_to_depth, GridGenerator / BilinearSampler / SpatialTransformer,
+Correlation.
 
 Shapes in the rules are channel-first internally; channel-last layouts (NWC, NHWC, NDHWC) move
 the channel axis on the way in and out. Geometry checks raise MXNetError naming the operator and
@@ -869,3 +870,64 @@ register(OpDef('SpatialTransformer', _spatial_transformer,
                params={'target_shape': Shape((0, 0)), 'transform_type': Enum(('affine',)),
                        'sampler_type': Enum(('bilinear',)), 'cudnn_off': Bool(None)},
                inputs=('data', 'loc'), infer_shape=_spatial_transformer_shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# Correlation
+# ---------------------------------------------------------------------------------------------
+# The output grid of one Correlation call: out (N, D*D, out_h, out_w) with D = 2 * radius + 1
+# displacements per axis, `radius` steps of stride2.
+_CorrelationGrid = collections.namedtuple('_CorrelationGrid', 'out_h out_w radius')
+
+
+def _correlation_grid(p, shape):
+    _check_4d('Correlation', shape, 'data1 and data2')
+    require(p.kernel_size > 0 and p.stride1 > 0 and p.stride2 > 0, 'Correlation: kernel_size, '
+            'stride1 and stride2 must be positive, got %d, %d, %d', p.kernel_size, p.stride1,
+            p.stride2)
+    border = p.max_displacement + (p.kernel_size - 1) // 2
+    out_h, out_w = (-(-(n + 2 * p.pad_size - 2 * border) // p.stride1) for n in shape[2:])
+    require(out_h >= 1 and out_w >= 1, 'Correlation: max_displacement=%d and kernel_size=%d '
+            'leave no output for input %s padded by pad_size=%d', p.max_displacement,
+            p.kernel_size, tuple(shape), p.pad_size)
+    return _CorrelationGrid(out_h, out_w, p.max_displacement // p.stride2)
+
+
+def _correlation(p, data1, data2):
+    """For every displacement (dy, dx) within max_displacement (steps of stride2, row-major),
+    the mean over a kernel_size window and the channels of data1 * data2 shifted by it (or
+    |data1 - data2| when is_multiply is false), at stride1 over both zero-padded inputs."""
+    grid = _correlation_grid(p, tuple(data1.shape))
+    k, s1, md = p.kernel_size, p.stride1, p.max_displacement
+    first = F.pad(data1, [p.pad_size] * 4)
+    second = F.pad(data2, [p.pad_size] * 4)
+    span_h, span_w = (grid.out_h - 1) * s1 + k, (grid.out_w - 1) * s1 + k
+    window = first[:, :, md:md + span_h, md:md + span_w]
+    maps = []
+    for dy in range(-grid.radius, grid.radius + 1):      # a loop over displacements
+        for dx in range(-grid.radius, grid.radius + 1):
+            y, x = md + dy * p.stride2, md + dx * p.stride2
+            shifted = second[:, :, y:y + span_h, x:x + span_w]
+            if p.is_multiply:
+                maps.append((window * shifted).sum(dim=1))
+            else:
+                maps.append((window - shifted).abs().sum(dim=1))
+    cells = torch.stack(maps, dim=1)
+    if k > 1 or s1 > 1:
+        cells = F.avg_pool2d(cells, k, s1, divisor_override=1)
+    return cells / (k * k * data1.shape[1])
+
+
+def _correlation_shape(p, ins, outs):
+    data = merge(ins[0], ins[1])
+    if data is None or not known(data):
+        return [data, data], outs
+    grid = _correlation_grid(p, data)
+    width = 2 * grid.radius + 1
+    return [data, data], [merge(outs[0], (data[0], width * width, grid.out_h, grid.out_w))]
+
+
+register(OpDef('Correlation', _correlation,
+               params={'kernel_size': Int(1), 'max_displacement': Int(1), 'stride1': Int(1),
+                       'stride2': Int(1), 'pad_size': Int(0), 'is_multiply': Bool(True)},
+               inputs=('data1', 'data2'), infer_shape=_correlation_shape))
