@@ -124,7 +124,7 @@ class Executor:
     """A bound symbol (see Symbol.bind / simple_bind)."""
 
     def __init__(self, symbol, ctx, arg_arrays, grad_arrays, grad_reqs, aux_arrays, shapes,
-                 out_types, group2ctx=None):
+                 out_types, group2ctx=None, out_arrays=None):
         self._symbol = symbol
         self._ctx = ctx
         self._group2ctx = group2ctx
@@ -141,9 +141,9 @@ class Executor:
         device = ctx.torch_device
         self._forward_train, self._ns_train = self._plan.compile(True, device)
         self._forward_infer, self._ns_infer = self._plan.compile(False, device)
-        self.outputs = [_wrap(torch.zeros(shapes[(id(n), k)], dtype=torch_dtype(t),
-                                          device=device), ctx)
-                        for (n, k), t in zip(symbol._entries, out_types)]
+        self.outputs = out_arrays or [
+            _wrap(torch.zeros(shapes[(id(n), k)], dtype=torch_dtype(t), device=device), ctx)
+            for (n, k), t in zip(symbol._entries, out_types)]
         self._leaf_positions = [i for i, (req, g) in enumerate(zip(grad_reqs, grad_arrays))
                                 if req != 'null' and g is not None
                                 and self.arg_arrays[i]._tensor.dtype.is_floating_point]
@@ -631,11 +631,10 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     shared_args = shared_exec.arg_dict if shared_exec is not None else {}
     shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
 
-    def dtype_of(node):
-        return torch_dtype(first(types.get((id(node), 0)), 'float32'))
+    def dtype_of(node, index=0):
+        return torch_dtype(first(types.get((id(node), index)), 'float32'))
 
-    def allocate(node, shape, shared, buffer_key=None):
-        dt = dtype_of(node)
+    def allocate(dt, shape, shared, buffer_key=None):
         if shared is not None and shared.shape == shape and shared._tensor.dtype == dt:
             return shared
         if buffer_key is not None and shared_buffer is not None:
@@ -651,22 +650,25 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     for node, req in zip(arg_nodes, reqs):
         shape = tuple(shapes[(id(node), 0)])
         is_param = node.name in shared_names
-        arg_arrays.append(allocate(node, shape, shared_args.get(node.name) if is_param else None,
+        arg_arrays.append(allocate(dtype_of(node), shape,
+                                   shared_args.get(node.name) if is_param else None,
                                    None if is_param else node.name))
         if req == 'null':
             grad_arrays.append(None)
         else:
-            grad_arrays.append(allocate(node, shape,
+            grad_arrays.append(allocate(dtype_of(node), shape,
                                         shared_grads.get(node.name) if is_param else None))
     aux_arrays = []
     shared_aux = shared_exec.aux_dict if shared_exec is not None else {}
     for node in aux_nodes:
-        aux_arrays.append(allocate(node, tuple(shapes[(id(node), 0)]),
+        aux_arrays.append(allocate(dtype_of(node), tuple(shapes[(id(node), 0)]),
                                    shared_aux.get(node.name)))
-    out_types = [first(types.get((id(n), k)), np_dtype('float32')) for n, k in symbol._entries]
-    for (node, k) in symbol._entries:
-        if not known(shapes.get((id(node), k))):
-            raise RuntimeError('simple_bind error: cannot infer the shape of output %s'
-                               % node.name)
+    out_types, out_arrays = [], []
+    for (node, k), name in zip(symbol._entries, symbol.list_outputs()):
+        shape = shapes.get((id(node), k))
+        if not known(shape):
+            raise RuntimeError('simple_bind error: cannot infer the shape of output %s' % name)
+        out_types.append(first(types.get((id(node), k)), np_dtype('float32')))
+        out_arrays.append(allocate(dtype_of(node, k), tuple(shape), None, name))
     return Executor(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, shapes, out_types,
-                    group2ctx)
+                    group2ctx, out_arrays)

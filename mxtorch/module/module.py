@@ -75,6 +75,7 @@ class Module(BaseModule):
         self._update_on_kvstore = None
         self._updater = None
         self._preload_opt_states = None
+        self._param_index = {}            # parameter name -> optimizer index (shared by buckets)
         self._grad_req = None
         self._exec_group = None
         self._data_shapes = None
@@ -278,6 +279,7 @@ class Module(BaseModule):
         rescale_grad = 1.0 / batch_size
         n_dev = len(self._context)
         names = self._exec_group.param_names
+        self._param_index = {name: i for i, name in enumerate(names)}
         if update_on_kvstore:
             idx2name = dict(enumerate(names))
         else:
@@ -321,7 +323,29 @@ class Module(BaseModule):
         self._kvstore = shared_module._kvstore
         self._update_on_kvstore = shared_module._update_on_kvstore
         self._updater = shared_module._updater
+        self._param_index = shared_module._param_index
+        self._register_new_params()
         self.optimizer_initialized = True
+
+    def _register_new_params(self):
+        """Give parameters the lending module lacks their own optimizer index (and kvstore key),
+        with the lr/wd multipliers a string optimizer would have given them."""
+        n_dev = len(self._context)
+        attrs = self._symbol.attr_dict()
+        for name in self._exec_group.param_names:
+            if name in self._param_index:
+                continue
+            i = self._param_index[name] = len(self._param_index)
+            indices = [i] if self._update_on_kvstore else [i * n_dev + k for k in range(n_dev)]
+            self._optimizer.idx2name.update(dict.fromkeys(indices, name))
+            if not name.endswith(('_weight', '_gamma')):
+                self._optimizer.wd_mult.setdefault(name, 0.0)
+            for key, table in (('__lr_mult__', self._optimizer.lr_mult),
+                               ('__wd_mult__', self._optimizer.wd_mult)):
+                if key in attrs.get(name, {}):
+                    table[name] = float(attrs[name][key])
+            if self._kvstore is not None:
+                self._kvstore.init(name, self._arg_params[name])
 
     def save_optimizer_states(self, fname):
         assert self.optimizer_initialized, 'call init_optimizer first'
@@ -372,17 +396,18 @@ class Module(BaseModule):
         self._params_dirty = True
         group = self._exec_group
         if self._update_on_kvstore:
-            for i, (name, weights, grads) in enumerate(zip(group.param_names, group.param_arrays,
-                                                           group.grad_arrays)):
+            for name, weights, grads in zip(group.param_names, group.param_arrays,
+                                            group.grad_arrays):
                 if grads[0] is not None:
-                    self._kvstore.pushpull(name, grads, out=weights, priority=-i)
+                    self._kvstore.pushpull(name, grads, out=weights,
+                                           priority=-self._param_index[name])
             return
         n_dev = len(self._context)
         per_device = [([], [], []) for _ in range(n_dev)]
-        for i, (name, weights, grads) in enumerate(zip(group.param_names, group.param_arrays,
-                                                       group.grad_arrays)):
+        for name, weights, grads in zip(group.param_names, group.param_arrays, group.grad_arrays):
             if grads[0] is None:
                 continue
+            i = self._param_index[name]
             if self._kvstore is not None:
                 self._kvstore.pushpull(name, grads, priority=-i)
             for k, (w, g) in enumerate(zip(weights, grads)):
