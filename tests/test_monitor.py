@@ -1,0 +1,169 @@
+"""mx.monitor: step counting, the default norm(x)/sqrt(size) statistic against NumPy, pattern /
+sort / monitor_all, the toc_print line format and Module.fit driving a Monitor."""
+import logging
+
+import numpy as np
+import pytest
+
+import mxtorch as mx
+from mxtorch.monitor import Monitor
+
+
+def rms(x):
+    return np.linalg.norm(x.ravel()) / np.sqrt(x.size)
+
+
+def net():
+    data = mx.sym.var('data')
+    fc = mx.sym.FullyConnected(data, num_hidden=3, name='fc')
+    bn = mx.sym.BatchNorm(fc, name='bn')
+    return mx.sym.Activation(bn, act_type='relu', name='act')
+
+
+def bound(values):
+    symbol = net()
+    args = {name: mx.nd.array(values[name]) for name in symbol.list_arguments()}
+    aux = {name: mx.nd.array(values[name]) for name in symbol.list_auxiliary_states()}
+    return symbol.bind(mx.cpu(), args, aux_states=aux)
+
+
+def random_values():
+    rng = np.random.RandomState(1)
+    return {'data': rng.randn(2, 4), 'fc_weight': rng.randn(3, 4), 'fc_bias': rng.randn(3),
+            'bn_gamma': rng.rand(3) + .5, 'bn_beta': rng.randn(3),
+            'bn_moving_mean': rng.randn(3), 'bn_moving_var': rng.rand(3) + .5}
+
+
+def test_default_stat_matches_numpy_for_outputs_args_and_aux():
+    values = {k: v.astype(np.float32) for k, v in random_values().items()}
+    exe = bound(values)
+    mon = Monitor(1)
+    mon.install(exe)
+    mon.tic()
+    exe.forward()
+    result = mon.toc()
+    fc = values['data'] @ values['fc_weight'].T + values['fc_bias']
+    # BatchNorm's defaults: fix_gamma (gamma taken as 1), eps 1e-3, moving statistics in inference
+    bn = (fc - values['bn_moving_mean']) / np.sqrt(values['bn_moving_var'] + 1e-3) + values['bn_beta']
+    expected = {'fc_output': fc, 'bn_output': bn, 'act_output': np.maximum(bn, 0)}
+    expected.update(values)
+    # operator outputs in execution order, then arguments, then auxiliary states
+    assert [name for _, name, _ in result] == ['fc_output', 'bn_output', 'act_output', 'data',
+                                               'fc_weight', 'fc_bias', 'bn_gamma', 'bn_beta',
+                                               'bn_moving_mean', 'bn_moving_var']
+    for step, name, text in result:
+        assert step == 1 and text.endswith('\t') and text.count('\t') == 1
+        assert float(text) == pytest.approx(rms(expected[name]), rel=1e-5), name
+
+
+def test_default_stat_is_a_shape_1_ndarray():
+    stats = []
+    mon = Monitor(1, stat_func=None)
+    for array in [mx.nd.array([[3, 4], [0, 0]]), mx.nd.array([1, 2, 3], dtype='int32'),
+                  mx.nd.array([1, 1], dtype='float64')]:
+        stats.append(mon.stat_func(array))
+    assert [s.shape for s in stats] == [(1,)] * 3
+    assert [s.dtype for s in stats] == [np.float32, np.float32, np.float64]
+    assert stats[0].asscalar() == 2.5                      # 5 / sqrt(4)
+    assert stats[1].asscalar() == pytest.approx(np.sqrt(14 / 3))
+    assert stats[2].asscalar() == 1.0
+
+
+def test_interval_and_step_counting():
+    exe = bound(random_values())
+    mon = Monitor(2, pattern='fc_output')
+    mon.install(exe)
+    steps = []
+    for _ in range(5):
+        mon.tic()
+        exe.forward()
+        steps.append([step for step, _, _ in mon.toc()])
+    # active on batches 0, 2, 4; reported with the step already incremented
+    assert steps == [[1], [], [3], [], [5]]
+    assert mon.toc() == []                                 # inactive after a toc
+
+
+def test_pattern_is_matched_at_the_start_of_names():
+    exe = bound(random_values())
+    mon = Monitor(1, pattern='bn|.*weight')
+    mon.install(exe)
+    mon.tic()
+    exe.forward()
+    assert [name for _, name, _ in mon.toc()] == ['bn_output', 'fc_weight', 'bn_gamma', 'bn_beta',
+                                                  'bn_moving_mean', 'bn_moving_var']
+
+
+def test_sort_orders_by_name():
+    exe = bound(random_values())
+    mon = Monitor(1, pattern='fc|act', sort=True)
+    mon.install(exe)
+    mon.tic()
+    exe.forward()
+    assert [name for _, name, _ in mon.toc()] == ['act_output', 'fc_bias', 'fc_output', 'fc_weight']
+
+
+def test_monitor_all_adds_operator_inputs():
+    exe = bound(random_values())
+    mon = Monitor(1, pattern='fc_|act_', monitor_all=True)
+    mon.install(exe)
+    mon.tic()
+    exe.forward()
+    assert [name for _, name, _ in mon.toc()] == ['fc_data', 'fc_weight', 'fc_bias', 'fc_output',
+                                                  'act_data', 'act_output', 'fc_weight', 'fc_bias']
+
+
+def test_stat_func_returning_several_arrays():
+    exe = bound(random_values())
+    mon = Monitor(1, stat_func=lambda x: [x.sum(), x[0]], pattern='fc_weight')
+    mon.install(exe)
+    mon.tic()
+    exe.forward()
+    weight = exe.arg_dict['fc_weight']
+    assert mon.toc() == [(1, 'fc_weight', '%s\t%s\t' % (weight.sum().asscalar(), weight[0].asnumpy()))]
+
+
+def test_stat_func_must_give_ndarrays():
+    exe = bound(random_values())
+    mon = Monitor(1, stat_func=lambda x: 1.0, pattern='data')
+    mon.install(exe)
+    mon.tic()
+    with pytest.raises(TypeError, match='stat_func must return an NDArray'):
+        mon.toc()
+
+
+def test_toc_print_lines(caplog):
+    caplog.set_level(logging.INFO)
+    symbol = mx.sym.Activation(mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3, name='fc'),
+                               act_type='relu', name='relu')
+    exe = symbol.bind(mx.cpu(), {'data': mx.nd.ones((2, 4)), 'fc_weight': mx.nd.full((3, 4), .25),
+                                 'fc_bias': mx.nd.zeros((3,))})
+    mon = Monitor(1)
+    mon.install(exe)
+    mon.tic()
+    exe.forward()
+    mon.toc_print()
+    assert [r.name for r in caplog.records] == ['root'] * 5
+    assert caplog.messages == ['Batch:       1 fc_output                      1.0\t',
+                               'Batch:       1 relu_output                    1.0\t',
+                               'Batch:       1 data                           1.0\t',
+                               'Batch:       1 fc_weight                      0.25\t',
+                               'Batch:       1 fc_bias                        0.0\t']
+
+
+def test_fit_ticks_and_prints(caplog):
+    caplog.set_level(logging.INFO)
+    rng = np.random.RandomState(0)
+    train = mx.io.NDArrayIter(rng.rand(16, 4), rng.randint(0, 3, 16), batch_size=4)
+    symbol = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3,
+                                                        name='fc'), name='softmax')
+    mod = mx.mod.Module(symbol, context=mx.cpu())
+    mon = Monitor(3, pattern='fc_weight|softmax_output')
+    mod.fit(train, num_epoch=2, monitor=mon, optimizer_params={'learning_rate': 0.1})
+    lines = [m.split() for m in caplog.messages if m.startswith('Batch:')]
+    # 8 batches: active on steps 1, 4, 7 (batches 0, 3, 6)
+    assert [(step, name) for _, step, name, _ in lines] == [
+        ('1', 'softmax_output'), ('1', 'fc_weight'), ('4', 'softmax_output'), ('4', 'fc_weight'),
+        ('7', 'softmax_output'), ('7', 'fc_weight')]
+    assert lines[1][3] != lines[5][3]                     # the weight trained in between
+    for _, _, name, value in lines[::2]:                  # 4 rows of 3 probabilities
+        assert 1 / 3 - 1e-6 <= float(value) <= np.sqrt(1 / 3)
