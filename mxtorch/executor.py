@@ -592,8 +592,10 @@ def bind(symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None, g
 def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
                 shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
     """Infer every shape and dtype from the given input shapes, allocate zero-filled arrays and
-    bind. Parameters named in shared_arg_names come from shared_exec; other arrays are carved
-    from same-named entries of shared_buffer when large enough (new ones are added to it)."""
+    bind. Parameters named in shared_arg_names (and their gradients) come from shared_exec, or
+    else from shared_buffer, where new ones are registered so later executors find them; other
+    arrays are carved from same-named shared_buffer entries when large enough (new ones are
+    added to it)."""
     _check_ctx(ctx)
     if shared_arg_names is not None and not isinstance(shared_arg_names, list):
         raise ValueError('shared_arg_names in simple_bind must be a list or None')
@@ -634,9 +636,16 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     def dtype_of(node, index=0):
         return torch_dtype(first(types.get((id(node), index)), 'float32'))
 
-    def allocate(dt, shape, shared, buffer_key=None):
+    def allocate(dt, shape, shared, buffer_key=None, exact=False):
         if shared is not None and shared.shape == shape and shared._tensor.dtype == dt:
             return shared
+        if exact and shared_buffer is not None:       # parameters: the very same array
+            buf = shared_buffer.get(buffer_key)
+            if buf is not None and buf.shape == shape and buf._tensor.dtype == dt:
+                return buf
+            arr = shared_buffer[buffer_key] = _wrap(torch.zeros(shape, dtype=dt, device=device),
+                                                    ctx)
+            return arr
         if buffer_key is not None and shared_buffer is not None:
             buf = shared_buffer.get(buffer_key)
             if buf is not None and buf.size >= prod(shape) and buf._tensor.dtype == dt:
@@ -649,15 +658,15 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     arg_arrays, grad_arrays = [], []
     for node, req in zip(arg_nodes, reqs):
         shape = tuple(shapes[(id(node), 0)])
-        is_param = node.name in shared_names
-        arg_arrays.append(allocate(dtype_of(node), shape,
-                                   shared_args.get(node.name) if is_param else None,
-                                   None if is_param else node.name))
-        if req == 'null':
-            grad_arrays.append(None)
-        else:
-            grad_arrays.append(allocate(dtype_of(node), shape,
-                                        shared_grads.get(node.name) if is_param else None))
+        if node.name in shared_names:
+            arg_arrays.append(allocate(dtype_of(node), shape, shared_args.get(node.name),
+                                       node.name, exact=True))
+            grad_arrays.append(None if req == 'null' else allocate(
+                dtype_of(node), shape, shared_grads.get(node.name), (node.name, 'grad'),
+                exact=True))
+            continue
+        arg_arrays.append(allocate(dtype_of(node), shape, None, node.name))
+        grad_arrays.append(None if req == 'null' else allocate(dtype_of(node), shape, None))
     aux_arrays = []
     shared_aux = shared_exec.aux_dict if shared_exec is not None else {}
     for node in aux_nodes:
