@@ -23,6 +23,10 @@ from . import io
 from . import kvstore
 from . import kvstore as kv
 from . import model
+from . import callback
+from . import monitor
+from . import monitor as mon
+from . import executor_manager
 from . import module
 from . import module as mod
 from . import test_utils
