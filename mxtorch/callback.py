@@ -38,7 +38,8 @@ def log_train_metric(period, auto_reset=False):
     def _callback(param):
         if param.nbatch % period == 0 and param.eval_metric is not None:
             for name, value in param.eval_metric.get_name_value():
-                logging.info('Iter[%d] Batch[%d] Train-%s=%f', param.epoch, param.nbatch, name, value)
+                logging.info('Iter[%d] Batch[%d] Train-%s=%f',
+                             param.epoch, param.nbatch, name, value)
             if auto_reset:
                 param.eval_metric.reset_local()
     return _callback

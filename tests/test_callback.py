@@ -61,8 +61,9 @@ def test_speedometer_without_auto_reset_counts_from_zero(clock, logs):
     clock.extend([5.0, 6.0, 7.0, 9.0, 9.0])
     for nbatch in range(5):
         speedometer(BatchEndParam(epoch=0, nbatch=nbatch, eval_metric=metric, locals=None))
-    assert root_messages(logs) == ['Epoch[0] Batch [0-2]\tSpeed: 20.00 samples/sec\taccuracy=0.750000',
-                                   'Epoch[0] Batch [0-4]\tSpeed: 10.00 samples/sec\taccuracy=0.750000']
+    assert root_messages(logs) == [
+        'Epoch[0] Batch [0-2]\tSpeed: 20.00 samples/sec\taccuracy=0.750000',
+        'Epoch[0] Batch [0-4]\tSpeed: 10.00 samples/sec\taccuracy=0.750000']
     assert metric.get_name_value() == [('accuracy', ACC)]
 
 
@@ -83,8 +84,9 @@ def test_speedometer_restarts_its_clock_at_a_new_epoch(clock, logs):
     for epoch, nbatch in [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]:
         metric.update(LABELS, PREDS)
         speedometer(BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=metric, locals=None))
-    assert root_messages(logs) == ['Epoch[0] Batch [0-2]\tSpeed: 2.00 samples/sec\taccuracy=0.750000',
-                                   'Epoch[1] Batch [0-2]\tSpeed: 4.00 samples/sec\taccuracy=0.750000']
+    assert root_messages(logs) == [
+        'Epoch[0] Batch [0-2]\tSpeed: 2.00 samples/sec\taccuracy=0.750000',
+        'Epoch[1] Batch [0-2]\tSpeed: 4.00 samples/sec\taccuracy=0.750000']
 
 
 # ---- other batch-end and eval-end callbacks -----------------------------------------------------
@@ -136,7 +138,8 @@ def small_net():
 def test_do_checkpoint_every_period(tmp_path, logs):
     prefix = str(tmp_path / 'net')
     symbol = small_net()
-    args = {'fc_weight': mx.nd.array(np.arange(12).reshape(3, 4)), 'fc_bias': mx.nd.array([1, 2, 3]),
+    args = {'fc_weight': mx.nd.array(np.arange(12).reshape(3, 4)),
+            'fc_bias': mx.nd.array([1, 2, 3]),
             'bn_gamma': mx.nd.ones((3,)), 'bn_beta': mx.nd.zeros((3,))}
     aux = {'bn_moving_mean': mx.nd.array([.5, .25, .125]), 'bn_moving_var': mx.nd.ones((3,))}
     save = callback.do_checkpoint(prefix, period=2)
@@ -205,7 +208,8 @@ def test_fit_drives_speedometer_and_checkpoints(tmp_path, logs):
             batch_end_callback=[callback.Speedometer(4, frequent=2)],
             epoch_end_callback=callback.do_checkpoint(prefix))
     speed = [m for m in logs.messages if 'Speed' in m]
-    pattern = r'Epoch\[(\d)\] Batch \[(\d)-(\d)\]\tSpeed: \d+\.\d\d samples/sec\taccuracy=\d\.\d{6}$'
+    pattern = (r'Epoch\[(\d)\] Batch \[(\d)-(\d)\]\tSpeed: \d+\.\d\d samples/sec'
+               r'\taccuracy=\d\.\d{6}$')
     assert [re.match(pattern, m).groups() for m in speed] == [
         ('0', '0', '2'), ('0', '2', '4'), ('1', '0', '2'), ('1', '2', '4')]
     assert sorted(p.name for p in tmp_path.iterdir()) == ['fit-0001.params', 'fit-0002.params',

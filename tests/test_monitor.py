@@ -44,7 +44,8 @@ def test_default_stat_matches_numpy_for_outputs_args_and_aux():
     result = mon.toc()
     fc = values['data'] @ values['fc_weight'].T + values['fc_bias']
     # BatchNorm's defaults: fix_gamma (gamma taken as 1), eps 1e-3, moving statistics in inference
-    bn = (fc - values['bn_moving_mean']) / np.sqrt(values['bn_moving_var'] + 1e-3) + values['bn_beta']
+    bn = ((fc - values['bn_moving_mean']) / np.sqrt(values['bn_moving_var'] + 1e-3)
+          + values['bn_beta'])
     expected = {'fc_output': fc, 'bn_output': bn, 'act_output': np.maximum(bn, 0)}
     expected.update(values)
     # operator outputs in execution order, then arguments, then auxiliary states
@@ -119,7 +120,8 @@ def test_stat_func_returning_several_arrays():
     mon.tic()
     exe.forward()
     weight = exe.arg_dict['fc_weight']
-    assert mon.toc() == [(1, 'fc_weight', '%s\t%s\t' % (weight.sum().asscalar(), weight[0].asnumpy()))]
+    text = '%s\t%s\t' % (weight.sum().asscalar(), weight[0].asnumpy())
+    assert mon.toc() == [(1, 'fc_weight', text)]
 
 
 def test_stat_func_must_give_ndarrays():
