@@ -27,6 +27,8 @@ from . import callback
 from . import monitor
 from . import monitor as mon
 from . import executor_manager
+from . import visualization
+from . import visualization as viz
 from . import module
 from . import module as mod
 from . import test_utils
