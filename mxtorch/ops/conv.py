@@ -6,6 +6,11 @@ Shapes in the rules are channel-first internally; channel-last layouts (NWC, NHW
 the channel axis on the way in and out. Geometry checks raise MXNetError naming the operator and
 the parameter, in shape inference and in imperative calls alike. The checked geometry of a
 (params, shape) pair is cached: forward passes run it every step.
+
+Several operators have hidden outputs, as in MXNet 1.9.1 (they count in a symbol's JSON): max
+Pooling's workspace, LRN's normaliser, ROIPooling's argmax, the sampling grids, Correlation's
+padded inputs. Where MXNet leaves them as kernel scratch (max Pooling's workspace) they are
+zeros here.
 """
 import collections
 import functools
@@ -13,9 +18,10 @@ import functools
 import torch
 import torch.nn.functional as F
 
+from ..base import np_dtype
 from .params import Bool, Enum, Float, Int, Shape
 from .registry import OpDef, register
-from .shapes import known, merge, require
+from .shapes import known, merge, require, same_type
 
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 _CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
@@ -26,6 +32,17 @@ _LAYOUT_RANK = {'NCW': 1, 'NWC': 1, 'NCHW': 2, 'NHWC': 2, 'NCDHW': 3, 'NDHWC': 3
 _CHANNEL_LAST = ('NWC', 'NHWC', 'NDHWC')
 _CONV_LAYOUTS = ('NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC')
 _BILINEAR_INIT = '["bilinear", {}]'
+
+
+def _hidden_zeros(like, dtype):
+    """A hidden output MXNet uses as kernel scratch: zeros shaped like `like`, no memory."""
+    return torch.zeros((), dtype=dtype, device=like.device).expand(like.shape)
+
+
+def _int32_index_type(p, ins, outs):
+    """One dtype for the inputs and the output; hidden index outputs are int32."""
+    in_types, (dtype,) = same_type(p, ins, outs[:1])
+    return in_types, [dtype] + [np_dtype('int32')] * (len(outs) - 1)
 
 
 class _NamedVariadicOp(OpDef):
@@ -388,6 +405,14 @@ def _global_pool(p, x):
     return out.reshape(tuple(x.shape[:2]) + (1,) * (x.dim() - 2))
 
 
+def _pooling_outputs(p):
+    """MXNet's oneDNN build gives max pooling (1 to 3-D kernel, channel-first) a hidden int32
+    workspace output."""
+    if p.pool_type == 'max' and 1 <= len(p.kernel) <= 3 and p.layout not in _CHANNEL_LAST:
+        return ('output', 'workspace')
+    return ('output',)
+
+
 def _pooling(p, data):
     """Max/avg/sum/lp pooling over 1 to 3 spatial dims with MXNet's window conventions: valid
     (floor), full (ceil: windows may run past the padded input and are clipped) or same; the avg
@@ -400,7 +425,10 @@ def _pooling(p, data):
         out = _global_pool(p, x)
     else:
         out = _WINDOW_POOLS[p.pool_type](p, x, windows)
-    return out.movedim(1, -1) if channel_last else out
+    out = out.movedim(1, -1) if channel_last else out
+    if len(_pooling_outputs(p)) == 2:
+        return out, _hidden_zeros(out, torch.int32)
+    return out
 
 
 def _pooling_shape(p, ins, outs):
@@ -408,7 +436,8 @@ def _pooling_shape(p, ins, outs):
         return ins, outs
     data = _channel_first(ins[0], p.layout)
     sizes = _pool_windows(p, data).sizes
-    return ins, [merge(outs[0], _channel_last_if(data[:2] + sizes, p.layout))]
+    out = merge(outs[0], _channel_last_if(data[:2] + sizes, p.layout))
+    return ins, [out] * len(outs)
 
 
 register(OpDef('Pooling', _pooling,
@@ -418,7 +447,8 @@ register(OpDef('Pooling', _pooling,
                        'stride': Shape(()), 'pad': Shape(()), 'p_value': Int(None),
                        'count_include_pad': Bool(None),
                        'layout': Enum(_CONV_LAYOUTS + ('NWC',), None)},
-               infer_shape=_pooling_shape))
+               outputs=_pooling_outputs, visible_outputs=1, infer_shape=_pooling_shape,
+               infer_type=_int32_index_type))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -520,27 +550,28 @@ def _check_lrn(p, shape):
 
 
 def _lrn(p, data):
-    """x * (knorm + alpha / nsize * sum of x^2 over the channels within (nsize-1)//2 of each
-    channel)^(-beta)."""
+    """x * norm^(-beta), norm = knorm + alpha / nsize * (sum of x^2 over the channels within
+    (nsize-1)//2 of each channel). Outputs (out, norm); norm is hidden."""
     _check_lrn(p, data.shape)
     half = (p.nsize - 1) // 2
     n, c = data.shape[:2]
     squares = F.pad((data * data).reshape(n, 1, c, -1), (0, 0, half, half))
     sums = F.avg_pool2d(squares, (2 * half + 1, 1), 1, divisor_override=1).reshape(data.shape)
-    return data * (p.knorm + (p.alpha / p.nsize) * sums).pow(-p.beta)
+    norm = p.knorm + (p.alpha / p.nsize) * sums
+    return data * norm.pow(-p.beta), norm
 
 
 def _lrn_shape(p, ins, outs):
     data = merge(ins[0], outs[0])
     if data is not None:
         _check_lrn(p, data)
-    return [data], [data]
+    return [data], [data, data]
 
 
 register(OpDef('LRN', _lrn,
                params={'alpha': Float(1e-4), 'beta': Float(0.75), 'knorm': Float(2.0),
                        'nsize': Int()},
-               infer_shape=_lrn_shape))
+               outputs=('output', 'tmp_norm'), visible_outputs=1, infer_shape=_lrn_shape))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -563,7 +594,8 @@ def _roi_bins(starts, ends, pooled, size):
 
 def _roi_pooling(p, data, rois):
     """Max pooling of each roi [batch_index, x1, y1, x2, y2] (scaled by spatial_scale, rounded)
-    into pooled_size bins; empty bins give 0."""
+    into pooled_size bins; empty bins give 0. Outputs (out, maxidx): the hidden maxidx holds the
+    flat index y * width + x of each maximum (-1 for empty bins)."""
     _check_roi(p, tuple(data.shape), tuple(rois.shape))
     pooled_h, pooled_w = p.pooled_size
     height, width = data.shape[2:]
@@ -575,15 +607,18 @@ def _roi_pooling(p, data, rois):
     in_col = (cols >= w_lo.unsqueeze(2)) & (cols < w_hi.unsqueeze(2))     # (R, PW, W)
     features = data[rois[:, 0].long()]                                    # (R, C, H, W)
     inf = float('inf')
-    columns = []
+    maxima, indices = [], []
     for ph in range(pooled_h):                         # a loop over bins, not elements
         in_row = (rows >= h_lo[:, ph:ph + 1]) & (rows < h_hi[:, ph:ph + 1])   # (R, H)
-        row_max = torch.where(in_row[:, None, :, None], features, -inf).max(dim=2).values
+        row_max, row_arg = torch.where(in_row[:, None, :, None], features, -inf).max(dim=2)
         cells = torch.where(in_col[:, None], row_max.unsqueeze(2), -inf)      # (R, C, PW, W)
-        columns.append(cells.max(dim=3).values)
-    out = torch.stack(columns, dim=2)                                     # (R, C, PH, PW)
-    empty = (h_hi <= h_lo).unsqueeze(2) | (w_hi <= w_lo).unsqueeze(1)     # (R, PH, PW)
-    return torch.where(empty.unsqueeze(1), 0.0, out)
+        best, col = cells.max(dim=3)                                          # (R, C, PW)
+        maxima.append(best)
+        indices.append(row_arg.gather(2, col) * width + col)
+    empty = ((h_hi <= h_lo).unsqueeze(2) | (w_hi <= w_lo).unsqueeze(1)).unsqueeze(1)
+    out = torch.where(empty, 0.0, torch.stack(maxima, dim=2))             # (R, C, PH, PW)
+    maxidx = torch.where(empty, -1, torch.stack(indices, dim=2)).to(torch.int32)
+    return out, maxidx
 
 
 def _check_roi(p, data, rois):
@@ -599,13 +634,14 @@ def _roi_pooling_shape(p, ins, outs):
     if data is None or rois is None:
         return ins, outs
     _check_roi(p, data, rois)
-    out = (rois[0], data[1]) + tuple(p.pooled_size)
-    return [data, merge(rois, (rois[0], 5))], [merge(outs[0], out)]
+    out = merge(outs[0], (rois[0], data[1]) + tuple(p.pooled_size))
+    return [data, merge(rois, (rois[0], 5))], [out, out]
 
 
 register(OpDef('ROIPooling', _roi_pooling,
                params={'pooled_size': Shape(), 'spatial_scale': Float()},
-               inputs=('data', 'rois'), infer_shape=_roi_pooling_shape))
+               inputs=('data', 'rois'), outputs=('output', 'maxidx'), visible_outputs=1,
+               infer_shape=_roi_pooling_shape, infer_type=_int32_index_type))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -761,22 +797,27 @@ register(OpDef('space_to_depth', _space_to_depth, params={'block_size': Int()},
 # ---------------------------------------------------------------------------------------------
 # GridGenerator, BilinearSampler, SpatialTransformer
 # ---------------------------------------------------------------------------------------------
+def _target_points(height, width, like):
+    """(3, H*W) homogeneous target points (x, y, 1), x fastest, corners at -1 and 1."""
+    ys, xs = torch.meshgrid(torch.linspace(-1, 1, height, dtype=like.dtype, device=like.device),
+                            torch.linspace(-1, 1, width, dtype=like.dtype, device=like.device),
+                            indexing='ij')
+    return torch.stack([xs.reshape(-1), ys.reshape(-1), torch.ones_like(xs).reshape(-1)])
+
+
 def _affine_grid(theta, height, width):
-    """(N, 2, H, W) source points (x, y) in [-1, 1]: each (N, 6) row is a 2x3 affine map of the
-    target grid's normalised coordinates (corners at -1 and 1)."""
-    grid = F.affine_grid(theta.reshape(-1, 2, 3), [theta.shape[0], 1, height, width],
-                         align_corners=True)
-    return grid.permute(0, 3, 1, 2)
+    """(target points (3, H*W), source points (N, 2, H*W)): each (N, 6) row of theta is a 2x3
+    affine map of the target grid's normalised coordinates."""
+    target = _target_points(height, width, theta)
+    return target, theta.reshape(-1, 2, 3) @ target
 
 
-def _warp_grid(flow):
-    """(N, 2, H, W) source points: each pixel moved by its (x, y) flow, normalised to [-1, 1]."""
-    _, _, height, width = flow.shape
-    cols = torch.arange(width, device=flow.device, dtype=flow.dtype)
-    rows = torch.arange(height, device=flow.device, dtype=flow.dtype).unsqueeze(1)
-    x = (flow[:, 0] + cols) / ((width - 1) / 2) - 1
-    y = (flow[:, 1] + rows) / ((height - 1) / 2) - 1
-    return torch.stack([x, y], dim=1)
+def _pixel_grid(height, width, like):
+    """(2, H, W) pixel coordinates: x (column) then y (row)."""
+    ys, xs = torch.meshgrid(torch.arange(height, dtype=like.dtype, device=like.device),
+                            torch.arange(width, dtype=like.dtype, device=like.device),
+                            indexing='ij')
+    return torch.stack([xs, ys])
 
 
 def _check_grid_input(p, shape):
@@ -793,11 +834,18 @@ def _check_grid_input(p, shape):
 
 def _grid_generator(p, data):
     """Sampling grid (N, 2, H, W) of (x, y) in [-1, 1] for BilinearSampler: affine (data holds
-    2x3 matrices, H, W = target_shape) or warp (data is a per-pixel flow in pixels)."""
+    2x3 matrices, H, W = target_shape) or warp (data is a per-pixel flow in pixels, the border
+    pixels at -1 and 1). Outputs (grid, hidden target points: (3, H*W) or pixels (2, H, W))."""
     _check_grid_input(p, data.shape)
     if p.transform_type == 'affine':
-        return _affine_grid(data, *p.target_shape)
-    return _warp_grid(data)
+        height, width = p.target_shape
+        target, source = _affine_grid(data, height, width)
+        return source.reshape(-1, 2, height, width), target
+    height, width = data.shape[2:]
+    pixels = _pixel_grid(height, width, data)
+    scale = torch.tensor([(width - 1) / 2, (height - 1) / 2], dtype=data.dtype,
+                         device=data.device).reshape(2, 1, 1)
+    return (data + pixels) / scale - 1, pixels
 
 
 def _grid_generator_shape(p, ins, outs):
@@ -806,27 +854,32 @@ def _grid_generator_shape(p, ins, outs):
         return ins, outs
     _check_grid_input(p, data)
     if p.transform_type == 'affine':
-        return [merge(data, (0, 6))], [merge(outs[0], (data[0], 2) + tuple(p.target_shape))]
-    return [merge(data, (0, 2, 0, 0))], [merge(outs[0], data)]
+        height, width = p.target_shape
+        grid = merge(outs[0], (data[0], 2, height, width))
+        return [merge(data, (0, 6))], [grid, (3, height * width)]
+    grid = merge(outs[0], data)
+    return [merge(data, (0, 2, 0, 0))], [grid, (2,) + tuple(grid[2:])]
 
 
 register(OpDef('GridGenerator', _grid_generator,
                params={'transform_type': Enum(('affine', 'warp')), 'target_shape': Shape((0, 0))},
+               outputs=('output', 'grid_dst'), visible_outputs=1,
                infer_shape=_grid_generator_shape))
 
 
-def _sample_bilinear(data, grid):
-    """data sampled at grid (N, 2, H, W) of (x, y) in [-1, 1] (-1 and 1 are the centres of the
-    border pixels); points outside read zeros."""
-    return F.grid_sample(data, grid.permute(0, 2, 3, 1), mode='bilinear', padding_mode='zeros',
-                         align_corners=True)
+def _sample_bilinear(data, points):
+    """data sampled at points (N, H, W, 2) of (x, y) in [-1, 1] (-1 and 1 are the centres of
+    the border pixels); points outside read zeros."""
+    return F.grid_sample(data, points, mode='bilinear', padding_mode='zeros', align_corners=True)
 
 
 def _bilinear_sampler(p, data, grid):
-    """Bilinear sampling of data (N, C, H, W) at the grid's (x, y) points."""
+    """Bilinear sampling of data (N, C, H, W) at the grid's (x, y) points. Outputs (out, hidden
+    grid as (N, H, W, 2))."""
     _check_4d('BilinearSampler', data.shape)
     _check_4d('BilinearSampler', grid.shape, 'grid')
-    return _sample_bilinear(data, grid)
+    points = grid.permute(0, 2, 3, 1)
+    return _sample_bilinear(data, points), points
 
 
 def _bilinear_sampler_shape(p, ins, outs):
@@ -835,11 +888,14 @@ def _bilinear_sampler_shape(p, ins, outs):
         return ins, outs
     _check_4d('BilinearSampler', data)
     _check_4d('BilinearSampler', grid, 'grid')
-    return [data, merge(grid, (data[0], 2, 0, 0))], [merge(outs[0], tuple(data[:2]) + grid[2:])]
+    grid = merge(grid, (data[0], 2, 0, 0))
+    out = merge(outs[0], tuple(data[:2]) + grid[2:])
+    return [data, grid], [out, (grid[0],) + grid[2:] + (2,)]
 
 
 register(OpDef('BilinearSampler', _bilinear_sampler, params={'cudnn_off': Bool(None)},
-               inputs=('data', 'grid'), infer_shape=_bilinear_sampler_shape))
+               inputs=('data', 'grid'), outputs=('output', 'tmp'), visible_outputs=1,
+               infer_shape=_bilinear_sampler_shape))
 
 
 def _check_transformer(p, data, loc):
@@ -852,9 +908,13 @@ def _check_transformer(p, data, loc):
 
 def _spatial_transformer(p, data, loc):
     """Affine warp of data: bilinear samples at the affine grid of loc's 2x3 matrices over a
-    target_shape output."""
+    target_shape output. Outputs (out, hidden target points (3, H*W), hidden source points
+    (N, 2, H*W))."""
     _check_transformer(p, tuple(data.shape), tuple(loc.shape))
-    return _sample_bilinear(data, _affine_grid(loc, *p.target_shape))
+    height, width = p.target_shape
+    target, source = _affine_grid(loc, height, width)
+    points = source.transpose(1, 2).reshape(-1, height, width, 2)
+    return _sample_bilinear(data, points), target, source
 
 
 def _spatial_transformer_shape(p, ins, outs):
@@ -862,14 +922,17 @@ def _spatial_transformer_shape(p, ins, outs):
     if data is None:
         return ins, outs
     _check_transformer(p, data, loc)
-    out = tuple(data[:2]) + tuple(p.target_shape)
-    return [data, merge(loc, (data[0], 6))], [merge(outs[0], out)]
+    height, width = p.target_shape
+    out = merge(outs[0], tuple(data[:2]) + (height, width))
+    return ([data, merge(loc, (data[0], 6))],
+            [out, (3, height * width), (data[0], 2, height * width)])
 
 
 register(OpDef('SpatialTransformer', _spatial_transformer,
                params={'target_shape': Shape((0, 0)), 'transform_type': Enum(('affine',)),
                        'sampler_type': Enum(('bilinear',)), 'cudnn_off': Bool(None)},
-               inputs=('data', 'loc'), infer_shape=_spatial_transformer_shape))
+               inputs=('data', 'loc'), outputs=('output', 'grid_dst', 'grid_src'),
+               visible_outputs=1, infer_shape=_spatial_transformer_shape))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -896,7 +959,8 @@ def _correlation_grid(p, shape):
 def _correlation(p, data1, data2):
     """For every displacement (dy, dx) within max_displacement (steps of stride2, row-major),
     the mean over a kernel_size window and the channels of data1 * data2 shifted by it (or
-    |data1 - data2| when is_multiply is false), at stride1 over both zero-padded inputs."""
+    |data1 - data2| when is_multiply is false), at stride1 over both zero-padded inputs.
+    Outputs (out, hidden padded data1 and data2 as (N, H, W, C))."""
     grid = _correlation_grid(p, tuple(data1.shape))
     k, s1, md = p.kernel_size, p.stride1, p.max_displacement
     first = F.pad(data1, [p.pad_size] * 4)
@@ -915,7 +979,8 @@ def _correlation(p, data1, data2):
     cells = torch.stack(maps, dim=1)
     if k > 1 or s1 > 1:
         cells = F.avg_pool2d(cells, k, s1, divisor_override=1)
-    return cells / (k * k * data1.shape[1])
+    out = cells / (k * k * data1.shape[1])
+    return out, first.permute(0, 2, 3, 1), second.permute(0, 2, 3, 1)
 
 
 def _correlation_shape(p, ins, outs):
@@ -924,10 +989,13 @@ def _correlation_shape(p, ins, outs):
         return [data, data], outs
     grid = _correlation_grid(p, data)
     width = 2 * grid.radius + 1
-    return [data, data], [merge(outs[0], (data[0], width * width, grid.out_h, grid.out_w))]
+    out = merge(outs[0], (data[0], width * width, grid.out_h, grid.out_w))
+    padded = (data[0],) + tuple(n + 2 * p.pad_size for n in data[2:]) + (data[1],)
+    return [data, data], [out, padded, padded]
 
 
 register(OpDef('Correlation', _correlation,
                params={'kernel_size': Int(1), 'max_displacement': Int(1), 'stride1': Int(1),
                        'stride2': Int(1), 'pad_size': Int(0), 'is_multiply': Bool(True)},
-               inputs=('data1', 'data2'), infer_shape=_correlation_shape))
+               inputs=('data1', 'data2'), outputs=('output', 'tmp1', 'tmp2'),
+               visible_outputs=1, infer_shape=_correlation_shape))

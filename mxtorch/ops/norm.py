@@ -1,6 +1,5 @@
 """Normalisation layers beyond BatchNorm: LayerNorm, InstanceNorm, GroupNorm, L2Normalization."""
 import torch
-import torch.nn.functional as F
 
 from .params import Bool, Enum, Float, Int
 from .registry import OpDef, register
@@ -54,25 +53,29 @@ register(OpDef('LayerNorm', _layer_norm,
 # ---------------------------------------------------------------------------------------------
 def _instance_norm(p, data, gamma, beta):
     """Normalise each (sample, channel) plane over its spatial axes (biased var), then
-    * gamma + beta per channel."""
+    * gamma + beta per channel. Outputs (out, mean, var); mean/var (N, C) are hidden."""
     _check_rank('InstanceNorm', data.dim())
-    return F.instance_norm(data, weight=gamma, bias=beta, eps=p.eps)
+    spatial = tuple(range(2, data.dim()))
+    var, mean = torch.var_mean(data, dim=spatial, keepdim=True, correction=0)
+    per_channel = (1, -1) + (1,) * len(spatial)
+    out = (data - mean) * torch.rsqrt(var + p.eps) * gamma.reshape(per_channel) \
+        + beta.reshape(per_channel)
+    return out, mean.reshape(data.shape[:2]), var.reshape(data.shape[:2])
 
 
-def _channel_params_shape(op):
-    def rule(p, ins, outs):
-        data = merge(ins[0], outs[0])
-        if data is None:
-            return ins, outs
-        _check_rank(op, len(data))
-        vec = (data[1],)
-        return [data, merge(ins[1], vec), merge(ins[2], vec)], [data]
-    return rule
+def _instance_norm_shape(p, ins, outs):
+    data = merge(ins[0], outs[0])
+    if data is None:
+        return ins, outs
+    _check_rank('InstanceNorm', len(data))
+    vec = (data[1],)
+    stats = tuple(data[:2])
+    return [data, merge(ins[1], vec), merge(ins[2], vec)], [data, stats, stats]
 
 
 register(OpDef('InstanceNorm', _instance_norm, params={'eps': Float(1e-3)},
-               inputs=('data', 'gamma', 'beta'),
-               infer_shape=_channel_params_shape('InstanceNorm')))
+               inputs=('data', 'gamma', 'beta'), outputs=('output', 'mean', 'var'),
+               visible_outputs=1, infer_shape=_instance_norm_shape))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,23 +129,34 @@ def _l2_axes(p, ndim):
     return (1,) if p.mode == 'channel' else tuple(range(2, ndim))
 
 
+def _l2_norm_shape(p, shape):
+    """Shape of the hidden norm output: (N,) for instance, the channel axis kept as 1 for
+    channel, (N, C) for spatial."""
+    if p.mode == 'instance':
+        return tuple(shape[:1])
+    if p.mode == 'channel':
+        return (shape[0], 1) + tuple(shape[2:])
+    return tuple(shape[:2])
+
+
 def _l2_normalization(p, data):
     """x / sqrt(sum x^2 + eps), the sum over all but the batch axis (instance), the channel
-    axis (channel) or the spatial axes (spatial)."""
+    axis (channel) or the spatial axes (spatial). Outputs (out, hidden norm)."""
     axes = _l2_axes(p, data.dim())
-    if not axes:                                        # 1-D data: each element alone
-        return data * torch.rsqrt(data * data + p.eps)
-    return data * torch.rsqrt((data * data).sum(dim=axes, keepdim=True) + p.eps)
+    squares = data * data
+    norm = torch.sqrt((squares.sum(dim=axes, keepdim=True) if axes else squares) + p.eps)
+    return data / norm, norm.reshape(_l2_norm_shape(p, data.shape))
 
 
 def _l2_shape(p, ins, outs):
     data = merge(ins[0], outs[0])
-    if data is not None:
-        _l2_axes(p, len(data))
-    return [data], [data]
+    if data is None:
+        return ins, outs
+    _l2_axes(p, len(data))
+    return [data], [data, _l2_norm_shape(p, data)]
 
 
 register(OpDef('L2Normalization', _l2_normalization,
                params={'eps': Float(1e-10),
                        'mode': Enum(('channel', 'instance', 'spatial'), 'instance')},
-               infer_shape=_l2_shape))
+               outputs=('output', 'norm'), visible_outputs=1, infer_shape=_l2_shape))
