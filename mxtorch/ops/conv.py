@@ -458,14 +458,14 @@ def _bilinear_kernel(scale):
     return 2 * scale - scale % 2
 
 
+def _bilinear_pad(scale):
+    return scale // 2                                  # ceil((scale - 1) / 2)
+
+
 def _upsampling_inputs(p):
     if p.sample_type == 'bilinear':
         return ('data', 'weight')
     return tuple('arg%d' % i for i in range(p.num_args))
-
-
-def _bilinear_pad(scale):
-    return scale // 2                                  # ceil((scale - 1) / 2)
 
 
 def _nearest_out_shape(p, shapes):
@@ -501,6 +501,8 @@ def _upsampling(p, *inputs):
     if p.sample_type == 'bilinear':
         data, weight = inputs
         _check_4d('UpSampling', data.shape)
+        k = _bilinear_kernel(p.scale)
+        _check_weight('UpSampling', weight, (data.shape[1], 1, k, k))
         return F.conv_transpose2d(data, weight, None, p.scale, _bilinear_pad(p.scale),
                                   groups=data.shape[1])
     _, _, out_h, out_w = _nearest_out_shape(p, [tuple(x.shape) for x in inputs])
