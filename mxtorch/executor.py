@@ -31,20 +31,33 @@ from .symbol.infer import infer_graph_shapes, infer_graph_types
 _GRAD_REQS = ('write', 'add', 'null')
 
 
-class _Step:
-    """One operator application in the plan."""
-    __slots__ = ('node', 'op', 'params', 'inputs', 'outputs', 'fn_name', 'out_shape',
-                 'aux_positions')
+class Step:
+    """One call of the plan: `outputs = fn(*inputs)`, fn made by `make_fn(train, device)`.
 
-    def __init__(self, node, inputs, outputs, fn_name, out_shape, aux_positions):
+    `node` is the graph node the step computes (monitoring names outputs after it); `kind` is
+    its operator's name, or what a fused step (fusion.py) computes; `aux_positions`
+    (update_aux ops) index the aux arrays the step's statistics update.
+    """
+    __slots__ = ('node', 'inputs', 'outputs', 'fn_name', 'make_fn', 'aux_positions', 'kind',
+                 'fused')
+
+    def __init__(self, node, inputs, outputs, fn_name, make_fn, aux_positions=None, kind=None):
         self.node = node
-        self.op = node.op
-        self.params = node.params
         self.inputs = inputs              # value names of the inputs
         self.outputs = outputs            # value names of all outputs (hidden included)
         self.fn_name = fn_name
-        self.out_shape = out_shape
-        self.aux_positions = aux_positions  # indices into aux_arrays (update_aux ops)
+        self.make_fn = make_fn
+        self.aux_positions = aux_positions
+        self.fused = kind is not None
+        self.kind = kind or node.op.name
+
+    @property
+    def op(self):
+        return self.node.op
+
+    @property
+    def params(self):
+        return self.node.params
 
 
 def _identifier(name, taken):
@@ -59,18 +72,31 @@ def _identifier(name, taken):
     return ident
 
 
-class Plan:
-    """What bind decides once for a symbol and its shapes: steps and the generated source."""
+def _op_factory(op, params, out_shape):
+    return lambda train, device: op.bind_forward(params, train, device, out_shape)
 
-    def __init__(self, symbol, arg_nodes, aux_nodes, shapes):
+
+class Plan:
+    """A flat list of steps over named values, and the Python source generated from it."""
+
+    def __init__(self, input_names, steps, heads, stat_steps=()):
+        self.input_names = input_names
+        self.steps = steps
+        self.heads = heads
+        self.stat_steps = list(stat_steps)
+        self.source = self._generate()
+
+    @classmethod
+    def from_symbol(cls, symbol, arg_nodes, aux_nodes, shapes):
+        """One step per operator node, in MXNet's topological order."""
         order = topo_order(symbol._entries)
         taken = set()
-        self.input_names = [_identifier(n.name, taken) for n in arg_nodes + aux_nodes]
+        input_names = [_identifier(n.name, taken) for n in arg_nodes + aux_nodes]
         value = {}
-        for node, name in zip(arg_nodes + aux_nodes, self.input_names):
+        for node, name in zip(arg_nodes + aux_nodes, input_names):
             value[(id(node), 0)] = name
         aux_index = {id(n): i for i, n in enumerate(aux_nodes)}
-        self.steps = []
+        steps = []
         for node in order:
             if node.op is None:
                 continue
@@ -83,11 +109,13 @@ class Plan:
                 aux_positions = [aux_index.get(id(child)) for child, _ in
                                  node.inputs[node.num_args():]]
             fn_name = _identifier('%s_%s' % (node.op.name.lstrip('_'), node.name), taken)
-            self.steps.append(_Step(node, [value[(id(c), k)] for c, k in node.inputs], outputs,
-                                    fn_name, shapes.get((id(node), 0)), aux_positions))
-        self.heads = [value[(id(n), k)] for n, k in symbol._entries]
-        self.stat_steps = [s for s in self.steps if s.aux_positions is not None]
-        self.source = self._generate()
+            steps.append(Step(node, [value[(id(c), k)] for c, k in node.inputs], outputs,
+                              fn_name, _op_factory(node.op, node.params,
+                                                   shapes.get((id(node), 0))),
+                              aux_positions))
+        heads = [value[(id(n), k)] for n, k in symbol._entries]
+        return cls(input_names, steps, heads,
+                   [s for s in steps if s.aux_positions is not None])
 
     def _generate(self):
         last_use = {}
@@ -111,9 +139,8 @@ class Plan:
         return '\n'.join(lines) + '\n'
 
     def compile(self, train, device):
-        """The generated function with each step's forward bound for `train` and `device`."""
-        namespace = {s.fn_name: s.op.bind_forward(s.params, train, device, s.out_shape)
-                     for s in self.steps}
+        """The generated function with each step's callable made for `train` and `device`."""
+        namespace = {s.fn_name: s.make_fn(train, device) for s in self.steps}
         code = compile(self.source, '<mxtorch executor %s>' % ('train' if train else 'infer'),
                        'exec')
         exec(code, namespace)     # the source is generated above from the plan, never user text
@@ -137,10 +164,11 @@ class Executor:
         self._aux_names = [n.name for n in self._aux_nodes]
         self._output_names = symbol.list_outputs()
         self._shapes = shapes
-        self._plan = Plan(symbol, self._arg_nodes, self._aux_nodes, shapes)
+        self._plan = Plan.from_symbol(symbol, self._arg_nodes, self._aux_nodes, shapes)
         device = ctx.torch_device
         self._forward_train, self._ns_train = self._plan.compile(True, device)
         self._forward_infer, self._ns_infer = self._plan.compile(False, device)
+        self._fast_infer = None
         self.outputs = out_arrays or [
             _wrap(torch.zeros(shapes[(id(n), k)], dtype=torch_dtype(t), device=device), ctx)
             for (n, k), t in zip(symbol._entries, out_types)]
@@ -160,6 +188,15 @@ class Executor:
     def code(self):
         """The generated Python source of the forward plan."""
         return self._plan.source
+
+    def _inference(self):
+        """The forward used for inference without gradients: the plan after fusion.py's
+        rewrites (BatchNorm folded into convolutions, in-place ReLU, channels-last)."""
+        if self._fast_infer is None:
+            from . import fusion
+            plan = fusion.optimize_for_inference(self._plan) if fusion.enabled() else self._plan
+            self._fast_infer = plan.compile(False, self._ctx.torch_device)[0]
+        return self._fast_infer
 
     @staticmethod
     def _named(names, arrays):
@@ -223,9 +260,12 @@ class Executor:
     def _run(self, is_train, with_grad):
         """Run the plan; remember what backward needs."""
         inputs = self._inputs(with_grad)
-        fn = self._forward_train if is_train else self._forward_infer
         if self._monitor is not None:
             fn = self._interpreter(is_train)
+        elif is_train:
+            fn = self._forward_train
+        else:
+            fn = self._forward_infer if with_grad else self._inference()
         with torch.set_grad_enabled(with_grad):
             heads, stats = fn(*inputs)
         self._last = {'train': is_train, 'heads': heads if with_grad else None,

@@ -4,10 +4,12 @@ import torch
 
 
 def seed(seed_state, ctx='all'):
-    """Seed the generator every mxtorch sampler draws from (torch's)."""
+    """Seed the generators every mxtorch sampler draws from (torch's, CPU and CUDA)."""
     if not isinstance(seed_state, (int, np.integer)):
         raise ValueError('seed_state must be an integer, got %s' % type(seed_state).__name__)
-    torch.manual_seed(int(seed_state))
+    torch.default_generator.manual_seed(int(seed_state))
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(int(seed_state))
 
 
 def __getattr__(name):

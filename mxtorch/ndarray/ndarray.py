@@ -373,7 +373,7 @@ def invoke_parsed(op, p, inputs, out=None, ctx=None, train=None):
         with torch.no_grad():
             for dst, new in zip(aux, op.update_aux(p, aux, results)):
                 dst.copy_(new)
-    visible = results[:op.num_visible_outputs(p)]
+    visible = [_fresh(r, tensors) for r in results[:op.num_visible_outputs(p)]]
     if out is not None:
         outs = out if isinstance(out, (list, tuple)) else [out]
         with torch.no_grad():
@@ -382,6 +382,15 @@ def invoke_parsed(op, p, inputs, out=None, ctx=None, train=None):
         return out
     wrapped = [_wrap(r, ctx) for r in visible]
     return wrapped[0] if len(wrapped) == 1 else wrapped
+
+
+def _fresh(result, inputs):
+    """result, copied if it is a view of one of the inputs (operators may return views; an
+    mx.nd call, as in MXNet, always returns a new array)."""
+    storage = result.untyped_storage().data_ptr()
+    if any(t.untyped_storage().data_ptr() == storage for t in inputs):
+        return result.clone()
+    return result
 
 
 def _recording():

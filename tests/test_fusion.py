@@ -1,0 +1,82 @@
+"""The inference rewrites: folded BatchNorm, in-place ReLU and channels-last convolutions give
+the unfused graph's numbers, and follow parameter changes."""
+import numpy as np
+import pytest
+
+import mxtorch as mx
+from mxtorch import fusion
+
+
+def _net():
+    data = mx.sym.Variable('data')
+    x = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=8, name='c1')
+    x = mx.sym.BatchNorm(x, fix_gamma=False, name='bn1')
+    x = mx.sym.Activation(x, act_type='relu', name='r1')
+    y = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=8, no_bias=True, name='c2')
+    y = mx.sym.BatchNorm(y, name='bn2')                       # fix_gamma=True
+    z = mx.sym.Activation(y + x, act_type='relu', name='r2')   # residual add + relu
+    shared = mx.sym.Convolution(z, kernel=(1, 1), num_filter=4, name='c3')
+    branch = mx.sym.Activation(shared, act_type='relu', name='r3')
+    out = mx.sym.Pooling(branch + shared, global_pool=True, kernel=(1, 1), pool_type='avg')
+    return mx.sym.FullyConnected(mx.sym.Flatten(out), num_hidden=3, name='fc')
+
+
+def _bound():
+    exe = _net().simple_bind(mx.cpu(), grad_req='null', data=(2, 3, 6, 6))
+    rng = np.random.RandomState(0)
+    for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+        arr[:] = rng.uniform(0.5, 1.5, arr.shape) if 'var' in name else rng.randn(*arr.shape)
+    return exe
+
+
+def _unfused(exe, monkeypatch):
+    monkeypatch.setenv('MXTORCH_FUSE', '0')
+    exe._fast_infer = None
+    out = exe.forward()[0].asnumpy().copy()
+    monkeypatch.delenv('MXTORCH_FUSE')
+    exe._fast_infer = None
+    return out
+
+
+def test_rewrites_fold_fuse_and_keep_shared_values():
+    plan = fusion.optimize_for_inference(_bound()._plan)
+    kinds = [(s.kind, s.fused) for s in plan.steps]
+    assert kinds[:3] == [('Convolution', True), ('Convolution', True), ('elemwise_add', True)]
+    assert not any(k == 'BatchNorm' for k, _ in kinds)
+    # c3's output feeds both the relu and the add: its relu must stay a separate step
+    assert ('Activation', False) in kinds
+    assert 'r3_output = Activation_r3(c3_output)' in plan.source
+
+
+def test_fused_inference_equals_unfused_and_follows_parameter_changes(monkeypatch):
+    exe = _bound()
+    fused = exe.forward()[0].asnumpy().copy()
+    np.testing.assert_allclose(fused, _unfused(exe, monkeypatch), rtol=1e-4, atol=1e-5)
+    exe.arg_dict['c1_weight'][:] *= 2                 # in place: the folded weights must follow
+    exe.aux_dict['bn2_moving_var'][:] = 4.0
+    changed = exe.forward()[0].asnumpy().copy()
+    assert not np.allclose(changed, fused)
+    np.testing.assert_allclose(changed, _unfused(exe, monkeypatch), rtol=1e-4, atol=1e-5)
+
+
+def test_training_and_gradients_use_the_unfused_graph():
+    exe = _net().simple_bind(mx.cpu(), data=(2, 3, 6, 6))
+    for arr in exe.arg_arrays:
+        arr[:] = np.random.rand(*arr.shape)
+    exe.aux_dict['bn1_moving_var'][:] = 1
+    exe.aux_dict['bn2_moving_var'][:] = 1
+    exe.forward(is_train=False)
+    exe.backward(mx.nd.ones((2, 3)))
+    assert np.abs(exe.grad_dict['bn1_gamma'].asnumpy()).sum() > 0
+
+
+@pytest.mark.parametrize('model', ['lenet_bn', 'resnet_tiny'])
+def test_golden_inference_with_fusion(golden, model):
+    folder = golden / 'checkpoints'
+    exp = np.load(folder / ('%s-expected.npz' % model))
+    sym, arg, aux = mx.model.load_checkpoint(str(folder / model), 3)
+    exe = sym.simple_bind(mx.cpu(), grad_req='null', data=exp['input/data'].shape)
+    exe.copy_params_from(arg, aux)
+    exe.arg_dict['data'][:] = exp['input/data']
+    np.testing.assert_allclose(exe.forward()[0].asnumpy(), exp['eval_out/softmax_output'],
+                               rtol=1e-4, atol=1e-5)
