@@ -10,14 +10,12 @@ import pytest
 import torch
 
 import mxtorch as mx
-import mxtorch.rnn
+import mxtorch.rnn  # noqa: F401  (binds mx.rnn until mxtorch/__init__.py imports it)
 from mxtorch.base import MXNetError
 from mxtorch.initializer import rnn_param_layout
 from mxtorch.test_utils import check_numeric_gradient
 
 from conftest import FIXTURES
-
-mx.rnn = mxtorch.rnn      # until mxtorch/__init__.py imports it
 
 _SPEC = importlib.util.spec_from_file_location('gen_rnn', FIXTURES / 'gen_rnn.py')
 GEN = importlib.util.module_from_spec(_SPEC)
