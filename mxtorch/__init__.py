@@ -27,6 +27,7 @@ from . import callback
 from . import monitor
 from . import monitor as mon
 from . import executor_manager
+from . import rnn
 from . import visualization
 from . import visualization as viz
 from . import module
