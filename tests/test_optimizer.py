@@ -389,14 +389,16 @@ def test_create_is_case_insensitive_and_names_every_optimizer():
         optimizer.create('nope')
 
 
-def test_defaults():
+def test_defaults(monkeypatch):
     adam = optimizer.create('adam')
     assert (adam.lr, adam.beta1, adam.beta2, adam.epsilon) == (0.001, 0.9, 0.999, 1e-8)
     assert optimizer.create('adamax').lr == 0.002 and optimizer.create('ftrl').lr == 0.1
     assert optimizer.create('sgd').lr == 0.01
     assert optimizer.create('adagrad').float_stable_eps == 1e-7
-    assert optimizer.create('sgd').aggregate_num == 4
     assert optimizer.create('lamb').aggregate_num == 45
+    assert optimizer.create('sgd').aggregate_num >= 1024          # one call per model
+    monkeypatch.setenv('MXNET_OPTIMIZER_AGGREGATION_SIZE', '4')
+    assert optimizer.create('sgd').aggregate_num == 4
 
 
 def test_register_user_optimizer_used_by_name():

@@ -34,6 +34,11 @@ def _aggregation_size(default):
                          % raw) from None
 
 
+# Aggregated updates are numerically identical to one-by-one ones; by default one call takes a
+# whole model (MXNet's default, MXNET_OPTIMIZER_AGGREGATION_SIZE=4, is honoured when set).
+_WHOLE_MODEL = 1 << 16
+
+
 def _tensors(arrays):
     return [a._tensor for a in arrays]
 
@@ -317,7 +322,7 @@ class SGD(Optimizer):
         super().__init__(**kwargs)
         self.momentum = momentum
         self.lazy_update = lazy_update
-        self.aggregate_num = _aggregation_size(4)
+        self.aggregate_num = _aggregation_size(_WHOLE_MODEL)
 
     def create_state(self, index, weight):
         if self.momentum == 0.0:
@@ -325,14 +330,36 @@ class SGD(Optimizer):
         return zeros(weight.shape, weight.context, dtype=weight.dtype)
 
     def _step(self, indices, weights, grads, states):
+        """In place, a few multi-tensor calls per (lr, wd) group, no temporaries unless
+        clipping: m = momentum*m - lr*rescale*g - lr*wd*w; w += m (or, without momentum,
+        w = (1 - lr*wd)*w - lr*rescale*g)."""
         self._update_count(indices)
-        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
-        w = _tensors(weights)
+        groups = {}
+        for i, key in enumerate(zip(self._get_lrs(indices), self._get_wds(indices))):
+            groups.setdefault(key, []).append(i)
+        rescale, bound = float(self.rescale_grad), self._clip_bound()
         with torch.no_grad():
-            steps = self._grads(_tensors(grads))           # the weight decay comes after the clip
-            _add_decay(steps, w, wds)
-            torch._foreach_mul_(steps, [-float(lr) for lr in lrs])
-            _momentum_step(w, steps, states, self.momentum)
+            for (lr, wd), members in groups.items():
+                lr, wd = float(lr), float(wd)
+                w = [weights[i]._tensor for i in members]
+                g = [grads[i]._tensor for i in members]
+                g_scale = -lr * rescale
+                if bound is not None:                 # the weight decay comes after the clip
+                    g = torch._foreach_mul(g, rescale)
+                    torch._foreach_clamp_min_(g, -bound)
+                    torch._foreach_clamp_max_(g, bound)
+                    g_scale = -lr
+                if states[members[0]] is None:
+                    if wd:
+                        torch._foreach_mul_(w, 1.0 - lr * wd)
+                    torch._foreach_add_(w, g, alpha=g_scale)
+                    continue
+                m = [states[i]._tensor for i in members]
+                torch._foreach_mul_(m, float(self.momentum))
+                torch._foreach_add_(m, g, alpha=g_scale)
+                if wd:
+                    torch._foreach_add_(m, w, alpha=-lr * wd)
+                torch._foreach_add_(w, m)
 
 
 @register
