@@ -2,6 +2,7 @@
 
     mxtorch train     train a LeNet (or MLP) on the bundled 8x8 digits with Module.fit
     mxtorch predict   load a checkpoint written by `train` and score it on the held-out digits
+    mxtorch run       run an unmodified `import mxnet as mx` script on mxtorch
 """
 import argparse
 import logging
@@ -10,6 +11,8 @@ import sys
 import time
 
 import numpy as np
+
+from . import compat
 
 
 def _context(text):
@@ -159,6 +162,7 @@ def build_parser():
     p.add_argument('--epoch', type=int, default=10, help='checkpoint epoch to load')
     p.add_argument('--show', type=int, default=5, help='print this many predictions')
     p.set_defaults(run=predict)
+    compat.register_cli(sub)
     return parser
 
 

@@ -7,12 +7,14 @@ function, readable like torch.fx code (`print(executor.code)`):
     def forward(data, fc1_weight, fc1_bias, softmax_label):
         fc1_output = FullyConnected_fc1(data, fc1_weight, fc1_bias)
         ...
-        return (softmax_output,), ()
+        return (softmax_output,), (), ((fc2_output, softmax_label, softmax_output),)
 
 forward runs that function (under autograd when gradients are wanted) and copies the heads into
-stable output arrays; backward asks autograd once for the gradients of the arguments that want
-them and writes or adds them into the gradient arrays, then commits auxiliary-state updates
-(BatchNorm moving statistics, as MXNet's CPU kernels do, in the backward of a training step).
+stable output arrays. backward asks autograd, once, for the gradients of the arguments that
+want them, seeding it with the head gradients and with each loss operator's declared gradient
+at the loss's input (loss outputs are computed outside autograd), writes or adds them into the
+gradient arrays, then commits auxiliary-state updates (BatchNorm moving statistics, as MXNet's
+CPU kernels do, in the backward of a training step).
 Monitoring and partial forward interpret the same steps one at a time.
 """
 import keyword
@@ -72,18 +74,24 @@ def _identifier(name, taken):
     return ident
 
 
-def _op_factory(op, params, out_shape):
-    return lambda train, device: op.bind_forward(params, train, device, out_shape)
+def _op_factory(op, params, out_shape, plain=False):
+    return lambda train, device: op.bind_forward(params, train, device, out_shape, plain)
+
+
+def _declares_loss(node):
+    """A loss operator whose declared gradient replaces autograd's (and any head gradient)."""
+    return node.op.loss_gradient is not None and node.op.head_grad(node.params) == 'ignored'
 
 
 class Plan:
     """A flat list of steps over named values, and the Python source generated from it."""
 
-    def __init__(self, input_names, steps, heads, stat_steps=()):
+    def __init__(self, input_names, steps, heads, stat_steps=(), loss_steps=()):
         self.input_names = input_names
         self.steps = steps
         self.heads = heads
         self.stat_steps = list(stat_steps)
+        self.loss_steps = list(loss_steps)
         self.source = self._generate()
 
     @classmethod
@@ -111,18 +119,23 @@ class Plan:
             fn_name = _identifier('%s_%s' % (node.op.name.lstrip('_'), node.name), taken)
             steps.append(Step(node, [value[(id(c), k)] for c, k in node.inputs], outputs,
                               fn_name, _op_factory(node.op, node.params,
-                                                   shapes.get((id(node), 0))),
+                                                   shapes.get((id(node), 0)),
+                                                   plain=_declares_loss(node)),
                               aux_positions))
         heads = [value[(id(n), k)] for n, k in symbol._entries]
         return cls(input_names, steps, heads,
-                   [s for s in steps if s.aux_positions is not None])
+                   [s for s in steps if s.aux_positions is not None],
+                   [s for s in steps if _declares_loss(s.node)])
 
     def _generate(self):
         last_use = {}
         for i, step in enumerate(self.steps):
             for name in step.inputs:
                 last_use[name] = i
-        keep = set(self.heads) | {o for s in self.stat_steps for o in s.outputs}
+        losses = ['(%s)' % ''.join(v + ', ' for v in s.inputs + s.outputs[:1])
+                  for s in self.loss_steps]
+        keep = set(self.heads) | {o for s in self.stat_steps for o in s.outputs} | \
+            {v for s in self.loss_steps for v in s.inputs + s.outputs[:1]}
         lines = ['def forward(%s):' % ', '.join(self.input_names)]
         for i, step in enumerate(self.steps):
             call = '%s(%s)' % (step.fn_name, ', '.join(step.inputs))
@@ -134,8 +147,9 @@ class Plan:
             if dead:
                 lines.append('    del %s' % ', '.join(dead))
         stats = ['(%s)' % ''.join(o + ', ' for o in s.outputs) for s in self.stat_steps]
-        lines.append('    return (%s), (%s)' % (''.join(h + ', ' for h in self.heads),
-                                                ''.join(s + ', ' for s in stats)))
+        lines.append('    return (%s), (%s), (%s)' % (''.join(h + ', ' for h in self.heads),
+                                                      ''.join(s + ', ' for s in stats),
+                                                      ''.join(v + ', ' for v in losses)))
         return '\n'.join(lines) + '\n'
 
     def compile(self, train, device):
@@ -267,9 +281,10 @@ class Executor:
         else:
             fn = self._forward_infer if with_grad else self._inference()
         with torch.set_grad_enabled(with_grad):
-            heads, stats = fn(*inputs)
+            heads, stats, losses = fn(*inputs)
         self._last = {'train': is_train, 'heads': heads if with_grad else None,
                       'leaves': [inputs[i] for i in self._leaf_positions] if with_grad else None,
+                      'losses': losses if with_grad else None,
                       'stats': stats if is_train else None}
         return heads
 
@@ -338,8 +353,13 @@ class Executor:
                                  'is required when calling backward. (output %s has none)'
                                  % self._output_names[k])
             outs.append(head)
+        for step, values in zip(self._plan.loss_steps, last['losses']):
+            data = values[0]
+            if data.requires_grad:             # seed autograd with MXNet's loss gradient
+                outs.append(data)
+                head_grads.append(step.op.loss_gradient(step.params, values[:-1], values[-1]))
         leaves = last['leaves']
-        last['heads'] = last['leaves'] = None
+        last['heads'] = last['leaves'] = last['losses'] = None
         if not outs:
             return [None] * len(leaves)
         return torch.autograd.grad(outs, leaves, head_grads, allow_unused=True)
@@ -399,8 +419,11 @@ class Executor:
             values = dict(zip(self._plan.input_names, inputs))
             for step in self._plan.steps:
                 self._run_step(step, values, namespace)
-            return (tuple(values[h] for h in self._plan.heads),
-                    tuple(tuple(values[o] for o in s.outputs) for s in self._plan.stat_steps))
+            plan = self._plan
+            return (tuple(values[h] for h in plan.heads),
+                    tuple(tuple(values[o] for o in s.outputs) for s in plan.stat_steps),
+                    tuple(tuple(values[v] for v in s.inputs + s.outputs[:1])
+                          for s in plan.loss_steps))
         return run
 
     def partial_forward(self, is_train=False, step=0):
@@ -424,7 +447,7 @@ class Executor:
             with torch.no_grad():
                 for out, name in zip(self.outputs, self._plan.heads):
                     out._tensor.copy_(values[name])
-            self._last = {'train': is_train, 'heads': None, 'leaves': None,
+            self._last = {'train': is_train, 'heads': None, 'leaves': None, 'losses': None,
                           'stats': tuple(tuple(values[o] for o in s.outputs)
                                          for s in self._plan.stat_steps) if is_train else None}
             self._partial = None

@@ -32,7 +32,8 @@ def optimize_for_inference(plan):
     steps = list(plan.steps)
     for rule in (fold_batchnorm, use_channels_last, fuse_relu):
         steps = rule(steps, _uses(steps, plan.heads))
-    return Plan(plan.input_names, steps, plan.heads)
+    return Plan(plan.input_names, steps, plan.heads,
+                loss_steps=[s for s in steps if s in plan.loss_steps])
 
 
 def _uses(steps, heads):

@@ -294,10 +294,14 @@ class Accuracy(EvalMetric):
             label, pred = _label_pred(label, pred)
             if pred.shape != label.shape:
                 pred = pred.argmax(dim=self.axis)
-            pred = pred.to(torch.int32).reshape(-1)
-            label = label.to(torch.int32).reshape(-1)
+            elif pred.is_floating_point():
+                pred = pred.to(torch.int32)          # class indices, truncated as MXNet does
+            pred = pred.reshape(-1)
+            label = label.reshape(-1)
+            if label.is_floating_point():
+                label = label.to(torch.int32)
             check_label_shapes(label, pred)
-            self._add((pred == label).sum().item(), pred.numel())
+            self._add(int((pred == label).sum()), pred.numel())
 
 
 @register

@@ -29,7 +29,7 @@ def _mxnet_modules():
 def test_unmodified_training_script_runs(tmp_path):
     prefix = tmp_path / 'ckpt' / 'mlp'
     prefix.parent.mkdir()
-    proc = _run('-m', 'mxtorch.compat', str(FIXTURES / 'mxnet_mlp.py'), '--epochs', '2',
+    proc = _run('-m', 'mxtorch', 'run', str(FIXTURES / 'mxnet_mlp.py'), '--epochs', '2',
                 '--prefix', str(prefix), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     found = re.search(r'epochs (\d+) accuracy ([0-9.]+)', proc.stdout)

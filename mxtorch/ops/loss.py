@@ -1,23 +1,14 @@
 """Loss outputs and gradient controls whose gradients are MXNet's own, not autograd's.
 
-SoftmaxOutput and the regression outputs return their own (normalised) gradient and ignore the
-head gradient; MakeLoss returns a constant gradient; BlockGrad stops it. Each attaches its
-gradient with `attach_gradient`, in plain torch ops, so the executor's one autograd call yields
-MXNet's numbers with no Python in the backward pass.
+Each loss operator is a plain forward plus its declared `loss_gradient`: SoftmaxOutput and the
+regression outputs give their own (normalised) gradient, MakeLoss a constant one, and all of
+them ignore head gradients. BlockGrad stops the gradient.
 """
 import torch
 
 from .params import Bool, Enum, Float
 from .registry import OpDef, register
 from .shapes import first, merge, prod, same_shape
-
-
-def attach_gradient(value, x, grad):
-    """`value` in the forward pass; in the backward its gradient w.r.t. x is `grad` (times the
-    head gradient, which the executor sets to ones for loss outputs)."""
-    if not (torch.is_grad_enabled() and x.requires_grad):
-        return value
-    return value.detach() + (x - x.detach()) * grad.detach()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -36,11 +27,11 @@ _CLASS_INDICES = {}
 
 
 def _class_indices(k, device):
-    """arange(k) as a (1, k, 1) row, cached: comparing labels with it gives the one-hot mask."""
+    """arange(k), cached: comparing labels with it gives the one-hot mask."""
     key = (k, device)
     row = _CLASS_INDICES.get(key)
     if row is None:
-        row = _CLASS_INDICES[key] = torch.arange(k, device=device).reshape(1, k, 1)
+        row = _CLASS_INDICES[key] = torch.arange(k, device=device)
     return row
 
 
@@ -49,6 +40,13 @@ def _softmax_output_grad(p, prob, label):
     if label.shape == prob.shape:                       # label is a distribution
         return (prob - label) * p.grad_scale
     n = prob.shape[0]
+    if prob.dim() == 2 and label.numel() == n and not (p.multi_output or p.use_ignore or
+                                                       p.smooth_alpha or
+                                                       p.normalization == 'valid'):
+        onehot = _class_indices(prob.shape[1], prob.device) == label.reshape(n, 1).long()
+        grad = prob - onehot.to(prob.dtype)             # the common case, in three kernels
+        scale = p.grad_scale / n if p.normalization == 'batch' else p.grad_scale
+        return grad * scale if scale != 1.0 else grad
     if p.multi_output:                                  # classes on axis 1, positions after it
         probs = prob.reshape(n, prob.shape[1], -1)
         lab = label.reshape(n, 1, -1)
@@ -59,7 +57,7 @@ def _softmax_output_grad(p, prob, label):
         probs = prob.reshape(n, -1, 1)
         lab = label.reshape(-1)[:n].reshape(n, 1, 1)    # MXNet reads the first n labels
     k, spatial = probs.shape[1], probs.shape[2]
-    onehot = (_class_indices(k, prob.device) == lab.long()).to(prob.dtype)
+    onehot = (_class_indices(k, prob.device).reshape(1, k, 1) == lab.long()).to(prob.dtype)
     if p.smooth_alpha > 0:                               # target 1-a on the label, a/(k-1) off it
         off = p.smooth_alpha / (k - 1)
         grad = probs - off - onehot * (1.0 - p.smooth_alpha - off)
@@ -83,10 +81,11 @@ def _softmax_output_grad(p, prob, label):
 def _softmax_output(p, data, label):
     """Softmax probabilities; backward gives (p - onehot(label)) scaled, ignoring head grads
     (unless out_grad, which multiplies by them)."""
-    with torch.no_grad():
-        prob = _softmax_layout(p, data)
-    return attach_gradient(prob, data, _softmax_output_grad(p, prob, label)) \
-        if torch.is_grad_enabled() and data.requires_grad else prob
+    return _softmax_layout(p, data)
+
+
+def _softmax_output_gradient(p, inputs, prob):
+    return _softmax_output_grad(p, prob, inputs[1])
 
 
 def _softmax_output_shape(p, ins, outs):
@@ -114,7 +113,7 @@ register(OpDef('SoftmaxOutput', _softmax_output,
                        'preserve_shape': Bool(False),
                        'normalization': Enum(('batch', 'null', 'valid'), 'null'),
                        'out_grad': Bool(False), 'smooth_alpha': Float(0.0)},
-               inputs=('data', 'label'),
+               inputs=('data', 'label'), loss_gradient=_softmax_output_gradient,
                head_grad=lambda p: 'required' if p.out_grad else 'ignored',
                infer_shape=_softmax_output_shape, infer_type=_label_type,
                aliases=('Softmax',)))
@@ -125,20 +124,24 @@ register(OpDef('SoftmaxOutput', _softmax_output,
 # ---------------------------------------------------------------------------------------------
 def _regression(kind):
     def forward(p, data, label):
-        out = torch.sigmoid(data) if kind == 'logistic' else data
-        if not (torch.is_grad_enabled() and data.requires_grad):
-            return out if kind == 'logistic' else out.clone()
-        num_output = label.numel() // label.shape[0] if label.dim() else 1
-        diff = out.detach() - label.reshape(out.shape).to(out.dtype)
-        if kind == 'mae':
-            diff = torch.where(diff > 0, 1.0, -1.0).to(out.dtype)
-        return attach_gradient(out, data, diff * (p.grad_scale / num_output))
+        return torch.sigmoid(data) if kind == 'logistic' else data.clone()
     forward.__name__ = kind + '_regression_output'
     forward.__doc__ = ('%s regression output: the forward is %s; backward gives '
                        'grad_scale / num_output * (out - label)%s, ignoring head gradients.'
                        % (kind.capitalize(), 'sigmoid' if kind == 'logistic' else 'identity',
                           ' with sign' if kind == 'mae' else ''))
     return forward
+
+
+def _regression_gradient(kind):
+    def gradient(p, inputs, out):
+        label = inputs[1]
+        num_output = label.numel() // label.shape[0] if label.dim() else 1
+        diff = out - label.reshape(out.shape).to(out.dtype)
+        if kind == 'mae':
+            diff = torch.where(diff > 0, 1.0, -1.0).to(out.dtype)
+        return diff * (p.grad_scale / num_output)
+    return gradient
 
 
 def _regression_shape(p, ins, outs):
@@ -153,38 +156,41 @@ for _name, _kind in (('LinearRegressionOutput', 'linear'), ('LogisticRegressionO
                      ('MAERegressionOutput', 'mae')):
     register(OpDef(_name, _regression(_kind), params={'grad_scale': Float(1.0)},
                    inputs=('data', 'label'), head_grad='ignored',
+                   loss_gradient=_regression_gradient(_kind),
                    infer_shape=_regression_shape, infer_type=_label_type))
 
 
 # ---------------------------------------------------------------------------------------------
 # MakeLoss, make_loss, BlockGrad
 # ---------------------------------------------------------------------------------------------
-def _make_loss(p, data):
-    """Identity; its gradient is grad_scale (normalised by batch or valid count)."""
-    if not (torch.is_grad_enabled() and data.requires_grad):
-        return data.clone()
+def _identity(p, data):
+    """Identity (the output of a loss whose gradient is declared separately)."""
+    return data.clone()
+
+
+def _make_loss_gradient(p, inputs, out):
+    """grad_scale everywhere, normalised by the batch (all dims but the last) or by the
+    number of elements above valid_thresh."""
+    data = inputs[0]
     if p.normalization == 'batch':
         scale = p.grad_scale / max(1, data.numel() // data.shape[-1])
     elif p.normalization == 'valid':
         scale = p.grad_scale / max(1, int((data > p.valid_thresh).sum()))
     else:
         scale = p.grad_scale
-    return attach_gradient(data, data, torch.full_like(data, scale))
+    return torch.full_like(data, scale)
 
 
-def _make_loss_lower(p, data):
-    """Identity whose gradient is ones (the output is named <name>_loss)."""
-    if not (torch.is_grad_enabled() and data.requires_grad):
-        return data.clone()
-    return attach_gradient(data, data, torch.ones_like(data))
+def _ones_gradient(p, inputs, out):
+    return torch.ones_like(inputs[0])
 
 
-register(OpDef('MakeLoss', _make_loss,
+register(OpDef('MakeLoss', _identity,
                params={'grad_scale': Float(1.0), 'valid_thresh': Float(0.0),
                        'normalization': Enum(('batch', 'null', 'valid'), 'null')},
-               head_grad='ignored', infer_shape=same_shape))
-register(OpDef('make_loss', _make_loss_lower, outputs=('loss',), head_grad='ignored',
-               infer_shape=same_shape))
+               head_grad='ignored', loss_gradient=_make_loss_gradient, infer_shape=same_shape))
+register(OpDef('make_loss', _identity, outputs=('loss',), head_grad='ignored',
+               loss_gradient=_ones_gradient, infer_shape=same_shape))
 
 
 def _block_grad(p, data):

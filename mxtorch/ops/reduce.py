@@ -10,7 +10,6 @@ parameter (argsort, topk); ties are broken by position (the first index wins, so
 import torch
 
 from ..base import MXNetError, np_dtype, torch_dtype
-from .loss import attach_gradient
 from .params import Bool, DType, Enum, Float, Int, Shape
 from .registry import OpDef, register
 from .shapes import first, merge, prod
@@ -311,11 +310,13 @@ def _svm_grad(p, scores, label):
 def _svm_output(p, data, label):
     """Identity; backward gives the hinge-loss gradient of the scores (classes on the last
     axis, label = data.shape[:-1]), ignoring head gradients."""
-    if not (torch.is_grad_enabled() and data.requires_grad):
-        return data.clone()
-    scores = data.detach().reshape(-1, data.shape[-1])
-    grad = _svm_grad(p, scores, label.reshape(-1))
-    return attach_gradient(data, data, grad.reshape(data.shape))
+    return data.clone()
+
+
+def _svm_gradient(p, inputs, out):
+    data, label = inputs[0], inputs[1]
+    grad = _svm_grad(p, data.detach().reshape(-1, data.shape[-1]), label.reshape(-1))
+    return grad.reshape(data.shape)
 
 
 def _svm_shape(p, ins, outs):
@@ -329,7 +330,8 @@ def _svm_shape(p, ins, outs):
 register(OpDef('SVMOutput', _svm_output,
                params={'margin': Float(1.0), 'regularization_coefficient': Float(1.0),
                        'use_linear': Bool(False)},
-               inputs=('data', 'label'), head_grad='ignored', infer_shape=_svm_shape))
+               inputs=('data', 'label'), head_grad='ignored', loss_gradient=_svm_gradient,
+               infer_shape=_svm_shape))
 
 
 # ---------------------------------------------------------------------------------------------

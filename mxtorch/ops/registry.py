@@ -18,14 +18,19 @@ JSON and NDArray code are generic over it and never name a specific operator:
   shapes (weights from data). Shapes are tuples with 0 for an unknown dim, None when unknown.
   Without a rule, output shapes come from running `forward` on meta tensors.
 * `infer_type(p, in_types, out_types)` -> (in_types, out_types); default: one dtype for all.
-* `head_grad`: 'required' (normal), 'ignored' (loss outputs supply their own gradient; the
-  executor feeds ones) or 'zero' (BlockGrad: the output's gradient is identically zero); or a
-  function of the params giving one of those.
+* `loss_gradient(p, inputs, output)` -> the gradient w.r.t. inputs[0] for loss outputs, whose
+  gradient is MXNet's own (SoftmaxOutput, the regression outputs, MakeLoss). The executor feeds
+  it to autograd at the loss's input; imperative calls get it attached by `attach_gradient`.
+* `head_grad`: 'required' (normal), 'ignored' (loss outputs: their declared gradient is used
+  and head gradients are ignored) or 'zero' (BlockGrad: the output's gradient is identically
+  zero); or a function of the params giving one of those.
 * `update_aux(p, aux, outputs)` -> new aux values after a training pass (BatchNorm's moving
   averages); the executor commits them.
 * `init_hints`: {input name: initializer JSON} put on variables bound to those inputs.
 """
 import functools
+
+import torch
 
 from ..base import MXNetError
 from .params import parse_params
@@ -45,9 +50,12 @@ class OpDef:
     def __init__(self, name, forward, params=None, inputs=('data',), aux=(), outputs=('output',),
                  visible_outputs=None, variadic=None, mode_dependent=False, creation=False,
                  infer_shape=None, infer_type=None, head_grad='required', update_aux=None,
-                 init_hints=None, aliases=(), doc=''):
+                 init_hints=None, aliases=(), doc='', loss_gradient=None):
         self.name = name
-        self.forward = forward
+        self.plain_forward = forward
+        self.loss_gradient = loss_gradient
+        self.forward = forward if loss_gradient is None else \
+            _with_declared_gradient(forward, loss_gradient)
         self.params = dict(params or {})
         self._inputs = _as_fn(inputs)
         self._aux = _as_fn(aux)
@@ -119,15 +127,46 @@ class OpDef:
         return kind[0] if isinstance(kind, tuple) else kind
 
     # ---- execution ---------------------------------------------------------------------------
-    def bind_forward(self, p, train, device, out_shape=None):
-        """The forward callable for fixed params, mode and device: fn(*tensors) -> outputs."""
+    def bind_forward(self, p, train, device, out_shape=None, plain=False):
+        """The forward callable for fixed params, mode and device: fn(*tensors) -> outputs.
+
+        plain: a loss operator's forward alone, outside autograd (the executor applies its
+        loss_gradient itself)."""
         kwargs = {}
         if self.mode_dependent:
             kwargs['train'] = train
         if self.creation:
             kwargs['device'] = device
             kwargs['out_shape'] = out_shape
+        if plain:
+            forward = functools.partial(self.plain_forward, p, **kwargs)
+
+            def without_autograd(*inputs):
+                with torch.no_grad():
+                    return forward(*inputs)
+            return without_autograd
         return functools.partial(self.forward, p, **kwargs)
+
+
+def attach_gradient(value, x, grad):
+    """`value` in the forward pass; in the backward its gradient w.r.t. x is `grad` (times the
+    head gradient): value + (x - x) * grad, in native autograd ops."""
+    if not (torch.is_grad_enabled() and x.requires_grad):
+        return value
+    return value.detach() + (x - x.detach()) * grad.detach()
+
+
+def _with_declared_gradient(forward, loss_gradient):
+    """A loss operator's forward for imperative use: its value, carrying its declared gradient
+    w.r.t. the first input when autograd records."""
+    def forward_with_gradient(p, *inputs, **kwargs):
+        with torch.no_grad():
+            out = forward(p, *inputs, **kwargs)
+        if torch.is_grad_enabled() and inputs[0].requires_grad:
+            return attach_gradient(out, inputs[0], loss_gradient(p, inputs, out))
+        return out
+    forward_with_gradient.__doc__ = forward.__doc__
+    return forward_with_gradient
 
 
 def register(opdef):
