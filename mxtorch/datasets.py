@@ -24,3 +24,34 @@ def split(images, labels, val_fraction=0.2, seed=0):
     n_val = int(round(len(labels) * val_fraction))
     train, val = order[:-n_val], order[-n_val:]
     return images[train], labels[train], images[val], labels[val]
+
+
+_SUBJECTS = ['the cat', 'a dog', 'the old man', 'my sister', 'the teacher', 'a small bird',
+             'the farmer', 'our neighbour', 'the child', 'a stranger']
+_VERBS = ['sees', 'likes', 'follows', 'finds', 'paints', 'calls', 'helps', 'watches']
+_OBJECTS = ['the river', 'a red ball', 'the garden', 'an old book', 'the city', 'the moon',
+            'a green hat', 'the market', 'a long letter', 'the mountain']
+_ADVERBS = ['quietly', 'every morning', 'in the rain', 'after dinner', 'with great care',
+            'before sunrise', 'near the sea', 'without a word']
+
+
+def synthetic_sentences(count=2000, seed=0):
+    """Sentences of a small random grammar (lists of words, 4 to about 30 long): subjects,
+    verbs and objects joined by 'and' / 'because' clauses and adverbs. A generated corpus for
+    the language-model example; its structure makes perplexity fall well below the vocabulary
+    size as a model learns it."""
+    rng = np.random.RandomState(seed)
+
+    def pick(words):
+        return words[rng.randint(len(words))].split()
+
+    sentences = []
+    for _ in range(count):
+        words = pick(_SUBJECTS) + pick(_VERBS) + pick(_OBJECTS)
+        for _ in range(rng.poisson(0.8)):
+            joiner = ['and'] if rng.rand() < 0.5 else ['because']
+            words += joiner + pick(_SUBJECTS) + pick(_VERBS) + pick(_OBJECTS)
+        if rng.rand() < 0.5:
+            words += pick(_ADVERBS)
+        sentences.append(words)
+    return sentences
