@@ -177,7 +177,6 @@ class Executor:
         self._arg_names = [n.name for n in self._arg_nodes]
         self._aux_names = [n.name for n in self._aux_nodes]
         self._output_names = symbol.list_outputs()
-        self._shapes = shapes
         self._plan = Plan.from_symbol(symbol, self._arg_nodes, self._aux_nodes, shapes)
         device = ctx.torch_device
         self._forward_train, self._ns_train = self._plan.compile(True, device)
@@ -342,11 +341,9 @@ class Executor:
             last = self._last
         outs, head_grads = [], []
         for k, (head, given, kind) in enumerate(zip(last['heads'], grads, self._head_kinds)):
-            if kind == 'zero' or not head.requires_grad:
-                continue
-            if kind == 'ignored':                 # loss outputs carry their own gradient
-                head_grads.append(torch.ones_like(head))
-            elif given is not None:
+            if kind != 'required' or not head.requires_grad:
+                continue                  # BlockGrad, and losses (seeded below)
+            if given is not None:
                 head_grads.append(given._tensor.to(head.dtype))
             else:
                 raise MXNetError('Because the last operator is not Loss function, head_gradient '

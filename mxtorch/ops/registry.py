@@ -66,6 +66,8 @@ class OpDef:
         self.creation = creation
         self.infer_shape = infer_shape
         self.infer_type = infer_type
+        if head_grad == 'ignored' and loss_gradient is None:
+            raise MXNetError('operator %s: head_grad="ignored" needs a loss_gradient' % name)
         self._head_grad = _as_fn((head_grad,)) if isinstance(head_grad, str) else head_grad
         self.update_aux = update_aux
         self.init_hints = dict(init_hints or {})
