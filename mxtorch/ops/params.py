@@ -5,6 +5,7 @@ holds). Each operator declares a schema of `Param`s; `Param.parse` turns either 
 original Python value into a typed value, once, with an error that names the operator, the key,
 what was expected and what was given.
 """
+import abc
 import ast
 
 import numpy as np
@@ -32,7 +33,7 @@ def _hashable(v):
     return tuple(v) if isinstance(v, list) else v
 
 
-class Param:
+class Param(abc.ABC):
     """One parameter: its kind, default and (for enums) allowed values."""
     kind = 'param'
 
@@ -53,8 +54,9 @@ class Param:
             raise ValueError('None is not allowed')
         return self._parse(value)
 
+    @abc.abstractmethod
     def _parse(self, value):
-        raise NotImplementedError
+        """The typed value of a non-None string or Python value; ValueError if invalid."""
 
     def describe(self):
         d = '' if self.required else ', default=%s' % (self.default,)
