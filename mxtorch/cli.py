@@ -115,6 +115,12 @@ def train(args):
     if args.curves:
         _curves_svg(history, args.curves)
         logging.info('Training curves: %s', args.curves)
+    if args.graph:
+        shape = {'data': (1,) + train_iter.provide_data[0].shape[1:]}
+        with open(args.graph, 'w') as f:
+            f.write(mx.viz.network_dot(mod.symbol, title=args.network, shape=shape))
+        logging.info('Network graph: %s (render with: dot -Tsvg %s -o net.svg)', args.graph,
+                     args.graph)
     return accuracy
 
 
@@ -156,6 +162,7 @@ def build_parser():
     p.add_argument('--momentum', type=float, default=0.9)
     p.add_argument('--log-every', type=int, default=20, help='Speedometer period in batches')
     p.add_argument('--curves', metavar='FILE.svg', help='write train/validation accuracy curves')
+    p.add_argument('--graph', metavar='FILE.dot', help='write the network as a Graphviz graph')
     p.set_defaults(run=train)
     p = sub.add_parser('predict', help='score a checkpoint written by `mxtorch train`')
     _common(p)
