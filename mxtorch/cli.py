@@ -158,7 +158,7 @@ def build_parser():
     p.add_argument('--network', choices=('lenet', 'mlp'), default='lenet')
     p.add_argument('--epochs', type=int, default=10)
     p.add_argument('--optimizer', default='sgd', help='any mx.optimizer name')
-    p.add_argument('--lr', type=float, default=0.1)
+    p.add_argument('--lr', type=float, default=0.05)
     p.add_argument('--momentum', type=float, default=0.9)
     p.add_argument('--log-every', type=int, default=20, help='Speedometer period in batches')
     p.add_argument('--curves', metavar='FILE.svg', help='write train/validation accuracy curves')
