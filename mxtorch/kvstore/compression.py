@@ -3,6 +3,9 @@
 Per key and per pushing device a residual r (initially 0) accumulates the gradient; each
 element is sent as +t where r >= t, -t where r <= -t, else 0, and what was sent is subtracted
 from r. So at most +-t per element leaves a device per push and nothing is lost over time.
+
+On the wire (distributed stores) a message travels as 2-bit codes, four to a byte, the first
+element in the byte's two high bits: 0b11 = +t, 0b10 = -t, 0b00 = 0 (MXNet's code values).
 """
 import torch
 
@@ -13,10 +16,30 @@ from ..ndarray.ndarray import _wrap
 def quantize_2bit(residual, grad, threshold):
     """Add grad into residual (in place) and return the dequantised message {-t, 0, +t}."""
     residual.add_(grad)
-    sent = torch.where(residual >= threshold, threshold,
-                       torch.where(residual <= -threshold, -threshold, 0.0)).to(residual.dtype)
+    sent = (residual >= threshold).to(residual.dtype)
+    sent.sub_((residual <= -threshold).to(residual.dtype)).mul_(threshold)
     residual.sub_(sent)
     return sent
+
+
+_SHIFTS = torch.tensor([6, 4, 2, 0], dtype=torch.uint8)
+
+
+def pack_2bit(message):
+    """The uint8 codes of a message of {-t, 0, +t} values (any shape), four per byte, the last
+    byte padded with zero codes."""
+    flat = message.reshape(-1)
+    codes = (flat > 0).to(torch.uint8).mul_(3).add_((flat < 0).to(torch.uint8).mul_(2))
+    codes = torch.cat([codes, codes.new_zeros(-codes.numel() % 4)]).view(-1, 4)
+    return (codes[:, 0] << 6) | (codes[:, 1] << 4) | (codes[:, 2] << 2) | codes[:, 3]
+
+
+def unpack_2bit(packed):
+    """The signs (int8 -1, 0, +1; the message divided by t) of all the codes in `packed`, four
+    per byte, along its last axis."""
+    codes = ((packed.unsqueeze(-1) >> _SHIFTS.to(packed.device)) & 3).flatten(-2)
+    # 0b00 -> 0, 0b10 -> -1, 0b11 -> +1: (high bit) * (low bit ? +1 : -1)
+    return (codes >> 1).to(torch.int8) * ((codes & 1).to(torch.int8) * 2 - 1)
 
 
 class TwoBitCompression:

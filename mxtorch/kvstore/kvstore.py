@@ -29,6 +29,14 @@ def _arrays(value, what):
     return arrays
 
 
+def sum_on(arrays, context):
+    """A new array on `context` holding the sum of `arrays`."""
+    total = arrays[0].copyto(context)
+    for a in arrays[1:]:
+        total += a.as_in_context(context)
+    return total
+
+
 class KVStore:
     """The 'local' and 'device' stores of one process (rank 0 of 1 worker)."""
 
@@ -90,14 +98,7 @@ class KVStore:
         """The sum of the pushed arrays, on the stored value's device."""
         if self._compression is not None:
             arrays = [self._compression.compress(key, i, a) for i, a in enumerate(arrays)]
-        target = self._stored(key)
-        total = arrays[0].as_in_context(target.context)
-        if len(arrays) == 1:
-            return total.copy() if total is arrays[0] else total
-        total = total.copy()
-        for a in arrays[1:]:
-            total += a.as_in_context(target.context)
-        return total
+        return sum_on(arrays, self._stored(key).context)
 
     def push(self, key, value, priority=0):
         """Sum each key's values into the store (through the updater, if one is set)."""
