@@ -350,6 +350,9 @@ def test_kvstore_two_bit_compression_matches_a_numpy_model():
         np.testing.assert_allclose(out.asnumpy(), sent)
 
 
-def test_dist_kvstore_types_fail_clearly_until_launched():
-    with pytest.raises(mx.MXNetError, match='distributed'):
+def test_dist_kvstore_types_fail_clearly_until_launched(monkeypatch):
+    for name in ('RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT', 'DMLC_ROLE'):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(mx.MXNetError, match='needs a launched distributed job, but RANK, '
+                                            'WORLD_SIZE, MASTER_ADDR, MASTER_PORT are not set'):
         mx.kv.create('dist_sync')
