@@ -8,26 +8,29 @@ import logging
 import math
 import time
 
+from .kvstore import worker_rank
 from .model import save_checkpoint
 
 
 def do_checkpoint(prefix, period=1):
-    """Epoch-end callback: `save_checkpoint(prefix, epoch + 1, ...)` every `period` epochs."""
+    """Epoch-end callback: `save_checkpoint(prefix, epoch + 1, ...)` every `period` epochs
+    (in a distributed job only rank 0 writes)."""
     period = int(max(1, period))
 
     def _callback(epoch, symbol, arg_params, aux_params):
-        if (epoch + 1) % period == 0:
+        if (epoch + 1) % period == 0 and worker_rank() == 0:
             save_checkpoint(prefix, epoch + 1, symbol, arg_params, aux_params)
     return _callback
 
 
 def module_checkpoint(mod, prefix, period=1, save_optimizer_states=False):
     """Epoch-end callback: `mod.save_checkpoint(prefix, epoch + 1, save_optimizer_states)` every
-    `period` epochs (the symbol and params passed by fit are not used: the module saves its own)."""
+    `period` epochs (the symbol and params passed by fit are not used: the module saves its own;
+    in a distributed job only rank 0 writes)."""
     period = int(max(1, period))
 
     def _callback(epoch, symbol=None, arg_params=None, aux_params=None):
-        if (epoch + 1) % period == 0:
+        if (epoch + 1) % period == 0 and worker_rank() == 0:
             mod.save_checkpoint(prefix, epoch + 1, save_optimizer_states)
     return _callback
 

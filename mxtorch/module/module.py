@@ -6,7 +6,7 @@ from .. import optimizer as opt
 from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
-from ..kvstore import KVStore, create as create_kvstore
+from ..kvstore import KVStore, create as create_kvstore, worker_rank
 from ..model import load_checkpoint
 from ..ndarray import zeros
 from ..ndarray.serialization import atomic_write
@@ -96,7 +96,10 @@ class Module(BaseModule):
         return mod
 
     def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
-        """Write prefix-symbol.json, prefix-%04d.params and optionally prefix-%04d.states."""
+        """Write prefix-symbol.json, prefix-%04d.params and optionally prefix-%04d.states
+        (in a distributed job only rank 0 writes)."""
+        if worker_rank() != 0:
+            return
         self._symbol.save('%s-symbol.json' % prefix, remove_amp_cast=remove_amp_cast)
         param_name = '%s-%04d.params' % (prefix, epoch)
         self.save_params(param_name)
@@ -396,11 +399,13 @@ class Module(BaseModule):
         self._params_dirty = True
         group = self._exec_group
         if self._update_on_kvstore:
-            for name, weights, grads in zip(group.param_names, group.param_arrays,
-                                            group.grad_arrays):
-                if grads[0] is not None:
-                    self._kvstore.pushpull(name, grads, out=weights,
-                                           priority=-self._param_index[name])
+            # one call for all parameters: a distributed store sends them in one message
+            live = [(name, grads, weights) for name, weights, grads in
+                    zip(group.param_names, group.param_arrays, group.grad_arrays)
+                    if grads[0] is not None]
+            if live:
+                names, grads, weights = (list(column) for column in zip(*live))
+                self._kvstore.pushpull(names, grads, out=weights)
             return
         n_dev = len(self._context)
         per_device = [([], [], []) for _ in range(n_dev)]
