@@ -1,0 +1,159 @@
+"""One worker of the distributed tests (tests/test_dist.py starts several of them).
+
+    python tests/dist_worker.py OUTDIR SCENARIO [SCENARIO ...] [options]
+
+Scenarios, run in order in one process: train (Module.fit of an MLP on dist_sync), async (the
+same on dist_async), resume (continue a train checkpoint), compress (2-bit pushes straight on
+the store), ranks (rank, size, one pushpull). Each writes OUTDIR/<scenario>-rank<r>.npz (.json).
+"""
+import argparse
+import json
+import logging
+import os
+import signal
+
+import numpy as np
+
+import mxtorch as mx
+
+FEATURES, CLASSES, SHARD, BATCH = 20, 4, 32, 8
+
+
+def dataset(num_workers):
+    """The job's whole training set: a learnable 4-class problem, SHARD samples per worker."""
+    rng = np.random.RandomState(42)
+    x = rng.randn(SHARD * num_workers, FEATURES).astype(np.float32)
+    teacher = rng.randn(FEATURES, CLASSES)
+    return x, (x @ teacher).argmax(axis=1).astype(np.float32)
+
+
+def network():
+    data = mx.sym.Variable('data')
+    net = mx.sym.FullyConnected(data, num_hidden=16, name='fc1')
+    net = mx.sym.Activation(net, act_type='relu', name='relu1')
+    net = mx.sym.FullyConnected(net, num_hidden=CLASSES, name='fc2')
+    return mx.sym.SoftmaxOutput(net, name='softmax')
+
+
+def initial_params(seed):
+    rng = np.random.RandomState(seed)
+    shapes = {'fc1_weight': (16, FEATURES), 'fc1_bias': (16,), 'fc2_weight': (CLASSES, 16),
+              'fc2_bias': (CLASSES,)}
+    return {k: mx.nd.array(rng.uniform(-0.5, 0.5, s)) for k, s in shapes.items()}
+
+
+OPTIMIZER_PARAMS = {'learning_rate': 0.5, 'momentum': 0.9, 'wd': 1e-4}
+
+
+class Lines(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def fit(args, kv, mod, scenario, epochs, **kwargs):
+    x, y = dataset(kv.num_workers)
+    train = mx.io.NDArrayIter(x, y, BATCH, num_parts=kv.num_workers, part_index=kv.rank)
+    lines = Lines()
+    logging.getLogger().addHandler(lines)
+    logging.getLogger().setLevel(logging.INFO)
+
+    def suicide(param):
+        if kv.rank == args.victim and param.epoch * (SHARD // BATCH) + param.nbatch == 5:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    prefix = os.path.join(args.outdir, '%s-mod-rank%d' % (scenario, kv.rank))
+    mod.fit(train, kvstore=kv, optimizer='sgd', optimizer_params=OPTIMIZER_PARAMS,
+            eval_metric=mx.kv.AllWorkersMetric('acc'), num_epoch=epochs,
+            batch_end_callback=suicide,
+            epoch_end_callback=[
+                mx.callback.do_checkpoint(os.path.join(args.outdir,
+                                                       '%s-do-rank%d' % (scenario, kv.rank))),
+                mx.callback.module_checkpoint(mod, prefix, save_optimizer_states=True)],
+            **kwargs)
+    arg_params, _ = mod.get_params()
+    result = {k: v.asnumpy() for k, v in arg_params.items()}
+    if kv.type == 'dist_async':            # the averages every worker holds after a barrier
+        kv.barrier()
+        for name, value in arg_params.items():
+            out = mx.nd.zeros(value.shape)
+            kv.pull(name, out=out)
+            result['store_' + name] = out.asnumpy()
+    logging.getLogger().removeHandler(lines)
+    result['train_lines'] = np.array([l for l in lines.lines if 'Train-' in l])
+    result['bytes_sent'] = kv.bytes_sent
+    np.savez(os.path.join(args.outdir, '%s-rank%d.npz' % (scenario, kv.rank)), **result)
+
+
+def train(args):
+    kv = mx.kv.create('dist_sync')
+    mod = mx.mod.Module(network(), context=mx.cpu())
+    fit(args, kv, mod, 'train', args.epochs, arg_params=initial_params(100 + kv.rank))
+
+
+def async_(args):
+    kv = mx.kv.create('dist_async')
+    mod = mx.mod.Module(network(), context=mx.cpu())
+    fit(args, kv, mod, 'async', 8, arg_params=initial_params(100 + kv.rank))
+
+
+def resume(args):
+    kv = mx.kv.create('dist_sync')
+    latest = mx.kv.latest_checkpoint(args.resume_from, states=True)
+    mod = mx.mod.Module.load(args.resume_from, latest, load_optimizer_states=True)
+    fit(args, kv, mod, 'resume', args.epochs, begin_epoch=latest)
+
+
+def compress(args):
+    """Three pushes of two keys with 2-bit compression; record sums, residuals and bytes."""
+    kv = mx.kv.create('dist_sync')
+    kv.set_gradient_compression({'type': '2bit', 'threshold': 0.5})
+    shapes = {'w': (5, 7), 'b': (3,)}
+    kv.init(list(shapes), [mx.nd.zeros(s) for s in shapes.values()])
+    result = {}
+    for step in range(3):
+        grads = [mx.nd.array(np.random.RandomState(1000 * kv.rank + 10 * step + i)
+                             .uniform(-1, 1, s)) for i, s in enumerate(shapes.values())]
+        kv.push(list(shapes), grads)
+        for name, shape in shapes.items():
+            out = mx.nd.zeros(shape)
+            kv.pull(name, out=out)
+            result['sum_%s_%d' % (name, step)] = out.asnumpy()
+            result['residual_%s_%d' % (name, step)] = \
+                kv._compression._residuals[(name, 0)].numpy().copy()
+        result['bytes_%d' % step] = kv.bytes_sent
+    np.savez(os.path.join(args.outdir, 'compress-rank%d.npz' % kv.rank), **result)
+
+
+def ranks(args):
+    kv = mx.kv.create('dist_sync')
+    kv.init('x', mx.nd.ones((2,)) * (kv.rank + 1))
+    value = mx.nd.ones((2,)) * (kv.rank + 1)
+    kv.pushpull('x', value)
+    with open(os.path.join(args.outdir, 'ranks-rank%d.json' % kv.rank), 'w') as f:
+        json.dump({'rank': kv.rank, 'num_workers': kv.num_workers,
+                   'sum': value.asnumpy().tolist(),
+                   'timeout': os.environ.get('MXTORCH_DIST_TIMEOUT')}, f)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('outdir')
+    parser.add_argument('scenarios', nargs='+', choices=sorted(SCENARIOS))
+    parser.add_argument('--epochs', type=int, default=4, help='epochs of train and resume')
+    parser.add_argument('--victim', type=int, default=-1, help='rank that kills itself')
+    parser.add_argument('--resume-from', help='checkpoint prefix to resume from')
+    args = parser.parse_args()
+    for scenario in args.scenarios:
+        SCENARIOS[scenario](args)
+
+
+SCENARIOS = {'train': train, 'async': async_, 'resume': resume, 'compress': compress,
+             'ranks': ranks}
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,291 @@
+"""Distributed KVStore on torch.distributed: worker processes on this machine over loopback.
+
+Each job starts its workers as plain processes with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (or
+the DMLC_* form, or through `mxtorch launch`); tests/dist_worker.py is the worker.
+"""
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import mxtorch as mx
+from mxtorch.kvstore import launch
+from mxtorch.kvstore.compression import pack_2bit, unpack_2bit
+
+import dist_worker
+
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'dist_worker.py')
+TIMEOUT = 15          # MXTORCH_DIST_TIMEOUT of the test jobs
+JOB_LIMIT = 90        # seconds a job may take before the test kills it
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def worker_env(extra, timeout):
+    env = dict(os.environ, OMP_NUM_THREADS='1', MXTORCH_DIST_TIMEOUT=str(timeout))
+    for name in ('RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT', 'DMLC_ROLE'):
+        env.pop(name, None)
+    env.update(extra)
+    return env
+
+
+def run_job(outdir, size, *arguments, ranks=None, dmlc=False, timeout=TIMEOUT):
+    """Start ranks (default all) of a `size`-worker job running dist_worker.py OUTDIR
+    *arguments; [(returncode, output, seconds)] in rank order."""
+    port = free_port()
+    procs = []
+    start = time.monotonic()
+    for rank in (range(size) if ranks is None else ranks):
+        if dmlc:
+            extra = {'DMLC_ROLE': 'worker', 'DMLC_WORKER_ID': str(rank),
+                     'DMLC_NUM_WORKER': str(size), 'DMLC_PS_ROOT_URI': '127.0.0.1',
+                     'DMLC_PS_ROOT_PORT': str(port)}
+        else:
+            extra = {'RANK': str(rank), 'WORLD_SIZE': str(size), 'MASTER_ADDR': '127.0.0.1',
+                     'MASTER_PORT': str(port)}
+        procs.append(subprocess.Popen(
+            [sys.executable, WORKER, str(outdir), *arguments], env=worker_env(extra, timeout),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    results = []
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=max(1, JOB_LIMIT - (time.monotonic() - start)))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail('%s job still running after %d s' % (arguments, JOB_LIMIT))
+        results.append((p.returncode, out, time.monotonic() - start))
+    return results
+
+
+def check_ok(results):
+    for rank, (code, out, _) in enumerate(results):
+        assert code == 0, 'rank %d exited with %d:\n%s' % (rank, code, out)
+
+
+def load(outdir, scenario, rank):
+    return dict(np.load(os.path.join(outdir, '%s-rank%d.npz' % (scenario, rank))))
+
+
+PARAMS = ('fc1_weight', 'fc1_bias', 'fc2_weight', 'fc2_bias')
+
+
+def single_process(num_workers, epochs):
+    """Train in this process on the combined batches: step i sees every worker's batch i."""
+    x, y = dist_worker.dataset(num_workers)
+    per_worker = dist_worker.SHARD // dist_worker.BATCH
+    order = [r * dist_worker.SHARD + i * dist_worker.BATCH + j for i in range(per_worker)
+             for r in range(num_workers) for j in range(dist_worker.BATCH)]
+    train = mx.io.NDArrayIter(x[order], y[order], dist_worker.BATCH * num_workers)
+    lines = dist_worker.Lines()
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(lines)
+    root.setLevel(logging.INFO)
+    try:
+        mod = mx.mod.Module(dist_worker.network(), context=mx.cpu())
+        mod.fit(train, optimizer='sgd', optimizer_params=dist_worker.OPTIMIZER_PARAMS,
+                eval_metric='acc', num_epoch=epochs, arg_params=dist_worker.initial_params(100))
+    finally:
+        root.removeHandler(lines)
+        root.setLevel(level)
+    arg_params, _ = mod.get_params()
+    return ({k: v.asnumpy() for k, v in arg_params.items()},
+            [l for l in lines.lines if 'Train-' in l])
+
+
+@pytest.fixture(scope='module')
+def job2(tmp_path_factory):
+    """One 2-worker job, launched with MXNet's DMLC_* variables, whose workers run in turn:
+    4 epochs of Module.fit on dist_sync with checkpoints every epoch, 2-bit pushes, and 8 epochs
+    of Module.fit on dist_async."""
+    outdir = tmp_path_factory.mktemp('job2')
+    check_ok(run_job(outdir, 2, 'train', 'compress', 'async', dmlc=True))
+    return outdir
+
+
+def assert_matches_single_process(outdir, num_workers):
+    results = [load(outdir, 'train', r) for r in range(num_workers)]
+    single, single_lines = single_process(num_workers, 4)
+    for name in PARAMS:
+        for r in range(1, num_workers):
+            np.testing.assert_array_equal(results[r][name], results[0][name])
+        np.testing.assert_allclose(results[0][name], single[name], rtol=0, atol=1e-5)
+    # the epoch lines of fit pool every worker's samples: the combined batch's accuracy
+    for r in range(num_workers):
+        assert list(results[r]['train_lines']) == single_lines
+
+
+def test_dist_sync_two_workers_match_single_process(job2):
+    assert_matches_single_process(job2, 2)
+    # 16 steps, each all-reducing the 404 float32 parameters of the MLP once
+    assert int(load(job2, 'train', 0)['bytes_sent']) == 16 * 404 * 4
+
+
+def test_dist_sync_four_workers_match_single_process(tmp_path):
+    check_ok(run_job(tmp_path, 4, 'train'))
+    assert_matches_single_process(tmp_path, 4)
+
+
+def test_only_rank0_writes_checkpoints(job2):
+    names = set(os.listdir(job2))
+    assert {'train-do-rank0-symbol.json', 'train-do-rank0-0004.params',
+            'train-mod-rank0-0004.params', 'train-mod-rank0-0004.states'} <= names
+    assert not [n for n in names if 'rank1' in n and not n.endswith('.npz')]
+
+
+def test_restarted_job_resumes_from_last_checkpoint(job2, tmp_path):
+    # keep only epochs 1-2 of the first job's checkpoints, as if it had died in epoch 3
+    prefix = str(tmp_path / 'ckpt')
+    for suffix in ('symbol.json', '0001.params', '0001.states', '0002.params', '0002.states'):
+        with open(os.path.join(job2, 'train-mod-rank0-' + suffix), 'rb') as src, \
+                open('%s-%s' % (prefix, suffix), 'wb') as dst:
+            dst.write(src.read())
+    assert mx.kv.latest_checkpoint(prefix, states=True) == 2
+    check_ok(run_job(tmp_path, 2, 'resume', '--resume-from', prefix))
+    resumed, uninterrupted = load(tmp_path, 'resume', 0), load(job2, 'train', 0)
+    for name in PARAMS:
+        np.testing.assert_allclose(resumed[name], uninterrupted[name], rtol=0, atol=1e-6)
+    assert list(resumed['train_lines']) == list(uninterrupted['train_lines'][2:])
+
+
+# ---- 2-bit compression -------------------------------------------------------------------------
+def numpy_two_bit(residual, grad, threshold):
+    """Independent model of MXNet's 2-bit scheme: (message, new residual)."""
+    residual = residual + grad
+    message = np.where(residual >= threshold, threshold,
+                       np.where(residual <= -threshold, -threshold, 0.0)).astype(np.float32)
+    return message, (residual - message).astype(np.float32)
+
+
+def numpy_pack(message):
+    codes = np.select([message > 0, message < 0], [3, 2], 0).astype(np.uint8).reshape(-1)
+    codes = np.concatenate([codes, np.zeros(-len(codes) % 4, np.uint8)]).reshape(-1, 4)
+    return (codes[:, 0] << 6) | (codes[:, 1] << 4) | (codes[:, 2] << 2) | codes[:, 3]
+
+
+def test_two_bit_packing_matches_numpy_model():
+    rng = np.random.RandomState(0)
+    residual = np.zeros(11, np.float32)
+    torch_residual = torch.zeros(11)
+    for _ in range(4):
+        grad = rng.uniform(-1, 1, 11).astype(np.float32)
+        message, residual = numpy_two_bit(residual, grad, 0.5)
+        sent = mx.kvstore.compression.quantize_2bit(torch_residual, torch.from_numpy(grad), 0.5)
+        np.testing.assert_array_equal(sent.numpy(), message)
+        np.testing.assert_allclose(torch_residual.numpy(), residual, rtol=0, atol=1e-7)
+        packed = pack_2bit(sent)
+        assert packed.dtype == torch.uint8 and packed.numel() == 3    # 11 codes, 4 per byte
+        np.testing.assert_array_equal(packed.numpy(), numpy_pack(message))
+        np.testing.assert_array_equal(unpack_2bit(packed)[:11].numpy() * 0.5, message)
+
+
+def test_two_bit_compression_across_workers_matches_numpy_model(job2):
+    results = [load(job2, 'compress', r) for r in range(2)]
+    shapes = {'w': (5, 7), 'b': (3,)}
+    residuals = {(r, name): np.zeros(s, np.float32) for r in range(2)
+                 for name, s in shapes.items()}
+    for step in range(3):
+        for i, (name, shape) in enumerate(shapes.items()):
+            total = np.zeros(shape, np.float32)
+            for r in range(2):
+                grad = np.random.RandomState(1000 * r + 10 * step + i).uniform(-1, 1, shape)
+                message, residuals[r, name] = numpy_two_bit(residuals[r, name],
+                                                            grad.astype(np.float32), 0.5)
+                total += message
+                np.testing.assert_allclose(results[r]['residual_%s_%d' % (name, step)],
+                                           residuals[r, name], rtol=0, atol=1e-6)
+            for r in range(2):
+                np.testing.assert_array_equal(results[r]['sum_%s_%d' % (name, step)], total)
+        # one all-gather per push: 35 codes -> 9 bytes, 3 codes -> 1 byte (vs 152 float32 bytes)
+        assert int(results[0]['bytes_%d' % step]) == 10 * (step + 1)
+
+
+# ---- dist_async --------------------------------------------------------------------------------
+def test_dist_async_converges(job2):
+    results = [load(job2, 'async', r) for r in range(2)]
+    final = [float(line.split('=')[1]) for line in results[0]['train_lines']]
+    assert final[-1] >= 0.9 and final[-1] > final[0]
+    for name in PARAMS:       # after a barrier every worker holds the same average
+        np.testing.assert_array_equal(results[0]['store_' + name], results[1]['store_' + name])
+    x, y = dist_worker.dataset(2)
+    mod = mx.mod.Module(dist_worker.network(), context=mx.cpu())
+    mod.bind([('data', x.shape)], for_training=False)
+    mod.set_params({n: mx.nd.array(results[0]['store_' + n]) for n in PARAMS}, {})
+    accuracy = (mod.predict(mx.io.NDArrayIter(x, batch_size=len(x))).asnumpy().argmax(1) == y)
+    assert accuracy.mean() >= 0.9
+
+
+# ---- failures ----------------------------------------------------------------------------------
+def test_killed_worker_makes_the_others_fail_naming_it(tmp_path):
+    results = run_job(tmp_path, 3, 'train', '--epochs', '50', '--victim', '1')
+    assert results[1][0] == -9
+    for rank in (0, 2):
+        code, out, seconds = results[rank]
+        assert code != 0, out
+        assert 'rank 1 stopped responding' in out, out
+        assert seconds < TIMEOUT + 30, seconds
+
+
+def test_worker_that_never_arrives_is_named(tmp_path):
+    results = run_job(tmp_path, 3, 'ranks', ranks=[0, 1], timeout=3)
+    for code, out, seconds in results:
+        assert code != 0
+        assert 'rank 2 of 3 did not join the job within the 3 s timeout' in out, out
+        assert seconds < 3 + 20, seconds
+
+
+def test_partial_or_dmlc_environments_fail_clearly(monkeypatch):
+    for name in ('RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT', 'DMLC_ROLE'):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv('RANK', '0')
+    with pytest.raises(mx.MXNetError, match='WORLD_SIZE, MASTER_ADDR, MASTER_PORT are not set'):
+        mx.kv.create('dist_sync')
+    monkeypatch.delenv('RANK')
+    monkeypatch.setenv('DMLC_ROLE', 'server')
+    with pytest.raises(mx.MXNetError, match='no parameter servers'):
+        mx.kv.create('dist_sync')
+    monkeypatch.setenv('DMLC_ROLE', 'worker')
+    with pytest.raises(mx.MXNetError, match='DMLC_WORKER_ID, DMLC_NUM_WORKER'):
+        mx.kv.create('dist_sync')
+    monkeypatch.setenv('MXTORCH_DIST_TIMEOUT', 'soon')
+    with pytest.raises(mx.MXNetError, match="MXTORCH_DIST_TIMEOUT must be .* got 'soon'"):
+        mx.kvstore.cluster.timeout_seconds()
+
+
+# ---- launcher ----------------------------------------------------------------------------------
+def test_launch_runs_workers_through_torchrun(tmp_path):
+    assert launch.main(['-n', '2', '--timeout', '7', WORKER, str(tmp_path), 'ranks']) == 0
+    reports = [json.load(open(tmp_path / ('ranks-rank%d.json' % r))) for r in range(2)]
+    assert [(r['rank'], r['num_workers'], r['timeout']) for r in reports] == \
+        [(0, 2, '7'), (1, 2, '7')]
+    assert all(r['sum'] == [3.0, 3.0] for r in reports)
+
+
+def test_launch_maps_hosts_onto_torchrun_nodes(tmp_path):
+    hosts = tmp_path / 'hosts'
+    hosts.write_text('# two machines\nnode-a\n\nnode-b\n')
+    commands = launch.node_commands(launch.build_parser().parse_args(
+        ['-n', '4', '--hosts', str(hosts), '--port', '1234', '--timeout', '30', 'train.py',
+         '--lr', '0.1']))
+    assert [host for host, _ in commands] == ['node-a', 'node-b']
+    for node_rank, (_, argv) in enumerate(commands):
+        assert argv[argv.index('--nnodes') + 1] == '2'
+        assert argv[argv.index('--node_rank') + 1] == str(node_rank)
+        assert argv[argv.index('--nproc_per_node') + 1] == '2'
+        assert argv[argv.index('--master_addr') + 1] == 'node-a'
+        assert argv[argv.index('--master_port') + 1] == '1234'
+        assert argv[-3:] == ['train.py', '--lr', '0.1']
+    with pytest.raises(SystemExit):
+        launch.main(['-n', '3', '--hosts', str(hosts), 'train.py'])
