@@ -129,6 +129,9 @@ def memory_ratio():
     return text
 
 
+def main():
+    return [step_time(), memory_ratio()]
+
+
 if __name__ == '__main__':
-    step_time()
-    memory_ratio()
+    main()
