@@ -147,7 +147,7 @@ def machine():
                platform.python_version(), __import__('torch').__version__, load))
 
 
-def main():
+def main(argv=()):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--workers', type=int, nargs='+', default=[1, 2, 4])
@@ -156,7 +156,7 @@ def main():
                         help='jobs per worker count; the table shows the median step time')
     parser.add_argument('--write', action='store_true', help='append the table to RESULTS.md')
     parser.add_argument('--worker', help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.worker:
         worker(args.worker, args.steps)
         return
@@ -181,4 +181,4 @@ def main():
 
 
 if __name__ == '__main__':
-    main()
+    main(sys.argv[1:])
