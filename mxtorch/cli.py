@@ -3,6 +3,7 @@
     mxtorch train     train a LeNet (or MLP) on the bundled 8x8 digits with Module.fit
     mxtorch predict   load a checkpoint written by `train` and score it on the held-out digits
     mxtorch run       run an unmodified `import mxnet as mx` script on mxtorch
+    mxtorch launch    run a script as a distributed job (kvstore='dist_sync') through torchrun
 """
 import argparse
 import logging
@@ -13,6 +14,7 @@ import time
 import numpy as np
 
 from . import compat
+from .kvstore import launch
 
 
 def _context(text):
@@ -170,6 +172,7 @@ def build_parser():
     p.add_argument('--show', type=int, default=5, help='print this many predictions')
     p.set_defaults(run=predict)
     compat.register_cli(sub)
+    launch.register_cli(sub)
     return parser
 
 
