@@ -3,18 +3,23 @@
 Inference never updates auxiliary states and needs no gradients, so a bound graph can be
 simplified the way MXNet's oneDNN subgraph backend simplifies it:
 
-* BatchNorm after a Convolution is folded into the convolution's weight and bias
-  (W' = W * gamma / sqrt(var + eps), b' = (b - mean) * gamma / sqrt(var + eps) + beta),
-  recomputed only when one of those parameters changed (torch's tensor version counters);
-* a ReLU whose input has no other consumer is applied in place on the producer's fresh output;
-* 4-D convolutions run in channels-last memory format (faster with oneDNN and cuDNN), with the
-  weights converted once per parameter change.
+* a convolution chain — Convolution -> [BatchNorm] -> [+ another value] -> [ReLU], each link
+  read by nothing else — becomes one step: the BatchNorm folded into the convolution's weight and
+  bias (W' = W * gamma / sqrt(var + eps), b' = (b - mean) * gamma / sqrt(var + eps) + beta), the
+  sum and the ReLU applied as post-operations; on CPU it runs oneDNN's fused convolution with
+  weights packed once into its blocked layout, elsewhere a channels-last convolution with
+  in-place sum and ReLU;
+* any other ReLU whose input has no other reader runs in place on that input's producer.
 
-Each rule is a function `rule(steps, uses) -> steps`; `uses` counts consumers of every value.
+Derived weights (folded, packed) are recomputed only when a source parameter changed (torch's
+tensor version counters). Each rule is a function `rule(steps, uses) -> steps`, where `uses`
+counts the readers of every value.
 """
+import functools
 import os
 
 import torch
+import torch.nn.functional as F
 
 from .executor import Plan, Step
 
@@ -30,7 +35,7 @@ def enabled():
 def optimize_for_inference(plan):
     """A Plan computing the same heads as `plan` (in inference mode) with fewer steps."""
     steps = list(plan.steps)
-    for rule in (fold_batchnorm, use_channels_last, fuse_relu):
+    for rule in (fuse_convolutions, fuse_relu):
         steps = rule(steps, _uses(steps, plan.heads))
     return Plan(plan.input_names, steps, plan.heads,
                 loss_steps=[s for s in steps if s in plan.loss_steps])
@@ -46,116 +51,178 @@ def _uses(steps, heads):
     return uses
 
 
-def _producers(steps):
-    return {name: step for step in steps for name in step.outputs}
+def _readers(steps):
+    readers = {}
+    for step in steps:
+        for name in step.inputs:
+            readers.setdefault(name, []).append(step)
+    return readers
 
 
 class _Cached:
-    """Derived tensors (folded or re-laid-out weights) recomputed when their sources change."""
+    """derive(*sources, *extra), recomputed only when a source tensor or `extra` changed."""
 
     def __init__(self, derive):
         self._derive = derive
         self._key = None
         self._value = None
 
-    def __call__(self, *sources):
-        key = tuple((t._version, t.data_ptr()) for t in sources if t is not None)
+    def __call__(self, *sources, extra=()):
+        key = extra + tuple((t._version, t.data_ptr()) for t in sources if t is not None)
         if key != self._key:
             with torch.no_grad():
-                self._value = self._derive(*sources)
+                self._value = self._derive(*sources, *extra)
             self._key = key
         return self._value
 
 
-def _channels_last(weight):
-    return weight.contiguous(memory_format=torch.channels_last) if weight.dim() == 4 else weight
-
-
-def _as_channels_last(data):
-    if data.dim() == 4 and not data.is_contiguous(memory_format=torch.channels_last):
-        return data.contiguous(memory_format=torch.channels_last)
-    return data
+def _channels_last(x):
+    if x.dim() == 4 and not x.is_contiguous(memory_format=torch.channels_last):
+        return x.contiguous(memory_format=torch.channels_last)
+    return x
 
 
 # ---------------------------------------------------------------------------------------------
-# Convolution + BatchNorm
+# Convolution chains
 # ---------------------------------------------------------------------------------------------
-def _folded_weights(conv_params, bn_params):
+def _is_relu(step):
+    return not step.fused and (step.kind == 'relu' or (
+        step.kind == 'Activation' and step.params.act_type == 'relu'))
+
+
+def _foldable_bn(step, uses):
+    return step.kind == 'BatchNorm' and not step.fused and step.params.axis == 1 and \
+        not step.params.output_mean_var and not any(uses.get(n) for n in step.outputs[1:])
+
+
+def _chain_from(conv, readers, uses, claimed):
+    """[conv, bn or None, (add step, other value) or None, relu or None] starting at conv; steps
+    another chain claimed end the chain."""
+    links = [conv, None, None, None]
+    value = conv.outputs[0]
+
+    def only_reader():
+        found = readers.get(value, [])
+        if len(found) == 1 and uses.get(value) == 1 and id(found[0]) not in claimed:
+            return found[0]
+        return None
+    step = only_reader()
+    if step is not None and _foldable_bn(step, uses) and step.inputs[0] == value:
+        links[1], value = step, step.outputs[0]
+        step = only_reader()
+    if step is not None and step.kind == 'elemwise_add' and not step.fused:
+        other = step.inputs[1] if step.inputs[0] == value else step.inputs[0]
+        if other != value:
+            links[2], value = (step, other), step.outputs[0]
+            step = only_reader()
+    if step is not None and _is_relu(step):
+        links[3] = step
+    return links
+
+
+def fuse_convolutions(steps, uses):
+    """Every channel-first 2-D Convolution with its BatchNorm / sum / ReLU links becomes one
+    step placed where its last link was."""
+    readers = _readers(steps)
+    replace, dropped, claimed = {}, set(), set()
+    for conv in steps:
+        if conv.kind != 'Convolution' or conv.fused or \
+                conv.params.layout not in _CHANNEL_FIRST or len(conv.params.kernel) != 2:
+            continue
+        conv_step, bn, add, relu = _chain_from(conv, readers, uses, claimed)
+        links = [s for s in (conv_step, bn, add and add[0], relu) if s is not None]
+        claimed.update(id(s) for s in links)
+        last = links[-1]
+        inputs = conv.inputs + (bn.inputs[1:] if bn else []) + ([add[1]] if add else [])
+        name = conv.fn_name + ''.join(suffix for link, suffix in ((bn, '_bn'), (add, '_sum'),
+                                                                 (relu, '_relu')) if link)
+        replace[id(last)] = Step(last.node, inputs, last.outputs[:1], name,
+                                 _conv_chain_factory(conv.params, bn and bn.params,
+                                                     add is not None, relu is not None),
+                                 kind='Convolution')
+        dropped.update(id(s) for s in links[:-1])
+    return [replace.get(id(s), s) for s in steps if id(s) not in dropped]
+
+
+def _conv_chain_factory(conv_params, bn_params, with_sum, with_relu):
+    has_bias = not conv_params.no_bias
+    stride = list(conv_params.stride or (1, 1))
+    pad = list(conv_params.pad or (0, 0))
+    dilate = list(conv_params.dilate or (1, 1))
+    groups = conv_params.num_group
+
+    def make_fn(train, device):
+        folded = _Cached(_fold(bn_params)) if bn_params is not None else None
+        onednn = torch.device(device).type == 'cpu' and _onednn_available()
+        packed = _Cached(functools.partial(_pack, pad=pad, stride=stride, dilate=dilate,
+                                           groups=groups)) if onednn else None
+        plain_weight = _Cached(_channels_last)
+
+        def conv_chain(data, weight, *rest):
+            rest = list(rest)
+            bias = rest.pop(0) if has_bias else None
+            other = rest.pop() if with_sum else None
+            if folded is not None:
+                weight, bias = folded(weight, bias, *rest)
+            x = _channels_last(data)
+            if packed is not None and x.dtype == torch.float32:
+                return _onednn_conv(x, packed(weight, extra=(tuple(x.shape),)), bias, other,
+                                    with_relu, pad, stride, dilate, groups)
+            out = F.conv2d(x, plain_weight(weight), bias, stride, pad, dilate, groups)
+            if other is not None:
+                out.add_(other)
+            return torch.relu_(out) if with_relu else out
+        return conv_chain
+    return make_fn
+
+
+def _fold(bn_params):
     def derive(weight, bias, gamma, beta, mean, var):
         scale = torch.rsqrt(var + bn_params.eps)
         if not bn_params.fix_gamma:
             scale = scale * gamma
         folded_w = weight * scale.reshape((-1,) + (1,) * (weight.dim() - 1))
         folded_b = beta + ((bias if bias is not None else 0) - mean) * scale
-        return _channels_last(folded_w), folded_b
+        return folded_w, folded_b
     return derive
 
 
-def _conv_bn_factory(conv, bn):
-    conv_forward, conv_params = conv.op.forward, conv.params
-    has_bias = not conv_params.no_bias
-
-    def make_fn(train, device):
-        folded = _Cached(_folded_weights(conv_params, bn.params))
-
-        def conv_bn(data, weight, *rest):
-            bias = rest[0] if has_bias else None
-            w, b = folded(weight, bias, *rest[-4:])
-            return conv_forward(conv_params, _as_channels_last(data), w, b)
-        return conv_bn
-    return make_fn
+# ---------------------------------------------------------------------------------------------
+# oneDNN's fused convolution (PyTorch's mkldnn ops, as its own inductor uses them)
+# ---------------------------------------------------------------------------------------------
+def _pack(weight, input_shape, pad, stride, dilate, groups):
+    """The weight in oneDNN's blocked layout for inputs of input_shape."""
+    return torch.ops.mkldnn._reorder_convolution_weight(weight.contiguous(), pad, stride,
+                                                        dilate, groups, list(input_shape))
 
 
-def fold_batchnorm(steps, uses):
-    """Convolution -> BatchNorm (channel axis 1, nothing else reading the convolution or the
-    BatchNorm statistics) becomes one convolution with folded weights."""
-    producers = _producers(steps)
-    fused, dropped = {}, set()
-    for bn in steps:
-        if bn.kind != 'BatchNorm' or bn.fused or bn.params.axis != 1 or \
-                bn.params.output_mean_var:
-            continue
-        conv = producers.get(bn.inputs[0])
-        if conv is None or conv.kind != 'Convolution' or conv.fused or \
-                conv.params.layout not in _CHANNEL_FIRST or uses.get(bn.inputs[0]) != 1 or \
-                any(uses.get(name) for name in bn.outputs[1:]):
-            continue
-        fused[id(conv)] = Step(bn.node, conv.inputs + bn.inputs[1:], bn.outputs[:1],
-                               conv.fn_name + '_bn', _conv_bn_factory(conv, bn),
-                               kind='Convolution')
-        dropped.add(id(bn))
-    return [fused.get(id(s), s) for s in steps if id(s) not in dropped]
+def _onednn_conv(x, packed_weight, bias, other, relu, pad, stride, dilate, groups):
+    if other is None:
+        return torch.ops.mkldnn._convolution_pointwise(
+            x, packed_weight, bias, pad, stride, dilate, groups, 'relu' if relu else 'none',
+            [None], '')
+    return torch.ops.mkldnn._convolution_pointwise.binary(
+        x, _channels_last(other), packed_weight, bias, pad, stride, dilate, groups, 'add', None,
+        'relu' if relu else None, [None], '')
+
+
+@functools.lru_cache(maxsize=1)
+def _onednn_available():
+    """True when PyTorch's oneDNN fused convolution works here (checked once, on a tiny case)."""
+    try:
+        x = torch.randn(1, 2, 4, 4).contiguous(memory_format=torch.channels_last)
+        w = torch.randn(3, 2, 3, 3)
+        packed = _pack(w, x.shape, [1, 1], [1, 1], [1, 1], 1)
+        got = _onednn_conv(x, packed, None, torch.ones(1, 3, 4, 4), True, [1, 1], [1, 1],
+                           [1, 1], 1)
+        want = torch.relu(F.conv2d(x, w, None, 1, 1) + 1)
+        return bool(torch.allclose(got, want, atol=1e-5))
+    except (AttributeError, RuntimeError):
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
-# Channels-last convolutions
-# ---------------------------------------------------------------------------------------------
-def _conv_channels_last_factory(conv):
-    forward, params = conv.op.forward, conv.params
-
-    def make_fn(train, device):
-        weight_cl = _Cached(_channels_last)
-
-        def conv_cl(data, weight, *bias):
-            return forward(params, _as_channels_last(data), weight_cl(weight), *bias)
-        return conv_cl
-    return make_fn
-
-
-def use_channels_last(steps, uses):
-    """Plain 2-D channel-first convolutions run channels-last (folded ones already do)."""
-    result = []
-    for step in steps:
-        if step.kind == 'Convolution' and not step.fused and \
-                step.params.layout in _CHANNEL_FIRST and len(step.params.kernel) == 2:
-            step = Step(step.node, step.inputs, step.outputs, step.fn_name + '_cl',
-                        _conv_channels_last_factory(step), kind='Convolution')
-        result.append(step)
-    return result
-
-
-# ---------------------------------------------------------------------------------------------
-# In-place ReLU
+# In-place ReLU after other producers
 # ---------------------------------------------------------------------------------------------
 def _then_relu(make_fn):
     def make(train, device):
@@ -167,22 +234,18 @@ def _then_relu(make_fn):
     return make
 
 
-def _is_relu(step):
-    return not step.fused and (step.kind == 'relu' or (
-        step.kind == 'Activation' and step.params.act_type == 'relu'))
-
-
 def fuse_relu(steps, uses):
-    """A ReLU over the fresh single-use output of a convolution, FC, BatchNorm or addition runs
-    in place as part of that step."""
-    producers = _producers(steps)
+    """A ReLU over the fresh single-use output of an FC, BatchNorm or addition (convolutions
+    were handled above) runs in place as part of that step."""
+    producers = {name: step for step in steps for name in step.outputs}
     fused, dropped = {}, set()
     for relu in steps:
         if not _is_relu(relu):
             continue
         producer = producers.get(relu.inputs[0])
-        if producer is None or id(producer) in fused or len(producer.outputs) != 1 or \
-                uses.get(relu.inputs[0]) != 1 or producer.kind not in _FRESH:
+        if producer is None or producer.fused or id(producer) in fused or \
+                len(producer.outputs) != 1 or uses.get(relu.inputs[0]) != 1 or \
+                producer.kind not in _FRESH:
             continue
         fused[id(producer)] = Step(relu.node, producer.inputs, relu.outputs,
                                    producer.fn_name + '_relu', _then_relu(producer.make_fn),

@@ -40,12 +40,12 @@ def _unfused(exe, monkeypatch):
 
 def test_rewrites_fold_fuse_and_keep_shared_values():
     plan = fusion.optimize_for_inference(_bound()._plan)
-    kinds = [(s.kind, s.fused) for s in plan.steps]
-    assert kinds[:3] == [('Convolution', True), ('Convolution', True), ('elemwise_add', True)]
-    assert not any(k == 'BatchNorm' for k, _ in kinds)
-    # c3's output feeds both the relu and the add: its relu must stay a separate step
-    assert ('Activation', False) in kinds
-    assert 'r3_output = Activation_r3(c3_output)' in plan.source
+    names = [s.fn_name for s in plan.steps]
+    # conv-bn-relu; conv-bn, + the first chain's output, relu; c3 alone (two readers)
+    assert names[:3] == ['Convolution_c1_bn_relu', 'Convolution_c2_bn_sum_relu',
+                         'Convolution_c3']
+    assert not any(s.kind == 'BatchNorm' for s in plan.steps)
+    assert 'r3_output = Activation_r3(c3_output)' in plan.source    # c3 feeds two readers
 
 
 def test_fused_inference_equals_unfused_and_follows_parameter_changes(monkeypatch):

@@ -1,0 +1,63 @@
+"""Runs in the reference MXNet 1.9.1 environment (benchmarks only): builds a network from
+mxtorch's symbol JSON and times steps on request, so the benchmark can interleave MXNet with
+mxtorch and PyTorch in one run.
+
+Protocol (one JSON object per line on stdin, one reply line on stdout):
+  {"cmd": "setup", "mode": "infer"|"train", "json": <symbol json>, "data": [shape],
+   "label": [shape] (train)}                       -> {"ok": true}
+  {"cmd": "run", "n": k}                           -> {"seconds": <time of k steps>}
+"""
+import json
+import sys
+import time
+
+import mxnet as mx
+import numpy as np
+
+
+def setup(request):
+    sym = mx.sym.load_json(request['json'])
+    data_shape = tuple(request['data'])
+    rng = np.random.RandomState(0)
+    if request['mode'] == 'infer':
+        exe = sym.simple_bind(mx.cpu(), grad_req='null', data=data_shape)
+        for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+            arr[:] = rng.uniform(0.5, 1.5, arr.shape) if name.endswith('var') else \
+                rng.normal(0, 0.05, arr.shape)
+
+        def step():
+            exe.forward(is_train=False)
+            exe.outputs[0].wait_to_read()
+        return step
+    label_shape = tuple(request['label'])
+    mod = mx.mod.Module(sym)
+    mod.bind([('data', data_shape)], [('softmax_label', label_shape)])
+    mod.init_params(mx.init.Xavier())
+    mod.init_optimizer(optimizer_params={'learning_rate': 0.01, 'momentum': 0.9})
+    batch = mx.io.DataBatch([mx.nd.array(rng.rand(*data_shape))],
+                            [mx.nd.array(rng.randint(0, 10, label_shape))])
+
+    def step():
+        mod.forward_backward(batch)
+        mod.update()
+        mx.nd.waitall()
+    return step
+
+
+def main():
+    step = None
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request['cmd'] == 'setup':
+            step = setup(request)
+            reply = {'ok': True}
+        else:
+            start = time.perf_counter()
+            for _ in range(request['n']):
+                step()
+            reply = {'seconds': time.perf_counter() - start}
+        print(json.dumps(reply), flush=True)
+
+
+if __name__ == '__main__':
+    main()
