@@ -381,9 +381,7 @@ class Executor:
         with torch.no_grad():
             for step, outputs in zip(self._plan.stat_steps, stats):
                 aux = [self.aux_arrays[i]._tensor for i in step.aux_positions if i is not None]
-                new = step.op.update_aux(step.params, aux, outputs)
-                for dst, value in zip(aux, new or ()):
-                    dst.copy_(value)
+                step.op.update_aux(step.params, aux, outputs)
 
     # ---- monitoring and step-by-step execution --------------------------------------------------
     def set_monitor_callback(self, callback, monitor_all=False):

@@ -371,8 +371,7 @@ def invoke_parsed(op, p, inputs, out=None, ctx=None, train=None):
         n_args = len(op.arg_names(p))
         aux = tensors[n_args:]
         with torch.no_grad():
-            for dst, new in zip(aux, op.update_aux(p, aux, results)):
-                dst.copy_(new)
+            op.update_aux(p, aux, results)
     visible = [_fresh(r, tensors) for r in results[:op.num_visible_outputs(p)]]
     if out is not None:
         outs = out if isinstance(out, (list, tuple)) else [out]

@@ -81,14 +81,15 @@ def _batch_norm(p, data, gamma, beta, moving_mean, moving_var, *, train):
 
 
 def _batch_norm_update_aux(p, aux, outputs):
-    """Moving averages after a training pass (biased batch variance, as MXNet)."""
+    """Moving averages after a training pass, in place: moving = momentum * moving +
+    (1 - momentum) * batch statistic (the biased batch variance, as MXNet)."""
     if p.use_global_stats:
-        return None
+        return
     moving_mean, moving_var = aux
     mean, inv_std = outputs[1], outputs[2]
-    var = (1.0 / inv_std.double() ** 2 - p.eps).to(moving_var.dtype)
-    m = p.momentum
-    return [moving_mean * m + mean.to(moving_mean.dtype) * (1 - m), moving_var * m + var * (1 - m)]
+    var = inv_std.pow(-2).sub_(p.eps)
+    moving_mean.lerp_(mean.to(moving_mean.dtype), 1 - p.momentum)
+    moving_var.lerp_(var.to(moving_var.dtype), 1 - p.momentum)
 
 
 def _batch_norm_shape(p, ins, outs):

@@ -374,7 +374,7 @@ def _kl_shape(p, ins, outs):
 
 
 def _kl_update_aux(p, aux, outputs):
-    return [outputs[1]]
+    aux[0].copy_(outputs[1])
 
 
 register(OpDef('IdentityAttachKLSparseReg', _kl_sparse_reg,

@@ -24,8 +24,8 @@ JSON and NDArray code are generic over it and never name a specific operator:
 * `head_grad`: 'required' (normal), 'ignored' (loss outputs: their declared gradient is used
   and head gradients are ignored) or 'zero' (BlockGrad: the output's gradient is identically
   zero); or a function of the params giving one of those.
-* `update_aux(p, aux, outputs)` -> new aux values after a training pass (BatchNorm's moving
-  averages); the executor commits them.
+* `update_aux(p, aux, outputs)` updates the aux tensors in place after a training pass from the
+  pass's outputs (BatchNorm's moving averages); the executor calls it when it commits.
 * `init_hints`: {input name: initializer JSON} put on variables bound to those inputs.
 """
 import functools
