@@ -70,15 +70,15 @@ class ResNet50(nn.Module):
 
 
 class PreActUnit(nn.Module):
-    """ResNet v2 basic unit as mxtorch.models.resnet(version=2) for CIFAR."""
+    """ResNet v2 basic unit as mxtorch.models.resnet(version=2) for CIFAR: the first unit of
+    every stage has a projection shortcut, as in MXNet's resnet."""
 
-    def __init__(self, cin, cout, stride):
+    def __init__(self, cin, cout, stride, project):
         super().__init__()
         self.bn1, self.bn2 = nn.BatchNorm2d(cin, eps=2e-5), nn.BatchNorm2d(cout, eps=2e-5)
         self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.shortcut = nn.Conv2d(cin, cout, 1, stride, bias=False) \
-            if (cin != cout or stride != 1) else None
+        self.shortcut = nn.Conv2d(cin, cout, 1, stride, bias=False) if project else None
 
     def forward(self, x):
         act1 = F.relu(self.bn1(x))
@@ -89,12 +89,13 @@ class PreActUnit(nn.Module):
 class ResNet20(nn.Module):
     def __init__(self, classes=10):
         super().__init__()
-        self.bn_data = nn.BatchNorm2d(3, eps=2e-5, affine=False)
+        self.bn_data = nn.BatchNorm2d(3, eps=2e-5)          # fix_gamma: gamma 1, beta learned
+        self.bn_data.weight.requires_grad_(False)
         self.conv0 = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
         units, cin = [], 16
         for stage, cout in enumerate((16, 32, 64)):
             for i in range(3):
-                units.append(PreActUnit(cin, cout, 2 if stage > 0 and i == 0 else 1))
+                units.append(PreActUnit(cin, cout, 2 if stage > 0 and i == 0 else 1, i == 0))
                 cin = cout
         self.units = nn.Sequential(*units)
         self.bn1 = nn.BatchNorm2d(64, eps=2e-5)
@@ -107,10 +108,15 @@ class ResNet20(nn.Module):
 
 # ---- the reference MXNet in its own process ----------------------------------------------------
 class MXNetWorker:
+    """MXNet's OpenMP threads must sleep as soon as a step ends: spinning threads would steal
+    the cores from whichever candidate runs next."""
+
     def __init__(self):
+        env = dict(os.environ, MXNET_ENGINE_TYPE='NaiveEngine', OMP_WAIT_POLICY='PASSIVE',
+                   KMP_BLOCKTIME='0')
         self.proc = subprocess.Popen([MXREF, os.path.join(HERE, 'mxnet_worker.py')],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, MXNET_ENGINE_TYPE='NaiveEngine'))
+                                     env=env)
 
     def ask(self, **request):
         self.proc.stdin.write(json.dumps(request) + '\n')
@@ -170,7 +176,8 @@ def training(worker):
         mod.update()
 
     model = ResNet20().train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.01,
+                          momentum=0.9)
     x = torch.from_numpy(batch.data[0].asnumpy())
     y = torch.from_numpy(batch.label[0].asnumpy()).long()
 

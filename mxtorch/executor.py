@@ -359,7 +359,10 @@ class Executor:
         last['heads'] = last['leaves'] = last['losses'] = None
         if not outs:
             return [None] * len(leaves)
-        return torch.autograd.grad(outs, leaves, head_grads, allow_unused=True)
+        # backward(inputs=...) into the fresh leaves' .grad: as fast as loss.backward(), where
+        # autograd.grad costs several percent more on convolution networks
+        torch.autograd.backward(outs, head_grads, inputs=leaves)
+        return [leaf.grad for leaf in leaves]
 
     def _write_grads(self, results):
         with torch.no_grad():
