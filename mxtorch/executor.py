@@ -165,7 +165,7 @@ class Executor:
     """A bound symbol (see Symbol.bind / simple_bind)."""
 
     def __init__(self, symbol, ctx, arg_arrays, grad_arrays, grad_reqs, aux_arrays, shapes,
-                 out_types, group2ctx=None, out_arrays=None):
+                 out_types, group2ctx=None, out_arrays=None, owns_grads=False):
         self._symbol = symbol
         self._ctx = ctx
         self._group2ctx = group2ctx
@@ -173,6 +173,7 @@ class Executor:
         self.grad_arrays = grad_arrays
         self.aux_arrays = aux_arrays
         self._grad_reqs = grad_reqs
+        self._owns_grads = owns_grads     # grad arrays made by simple_bind: 'write' may adopt
         self._arg_nodes, self._aux_nodes = symbol._variables()
         self._arg_names = [n.name for n in self._arg_nodes]
         self._aux_names = [n.name for n in self._aux_nodes]
@@ -365,14 +366,20 @@ class Executor:
         return [leaf.grad for leaf in leaves]
 
     def _write_grads(self, results):
+        """Per grad_req: 'add' accumulates; 'write' copies, or, into arrays simple_bind made,
+        adopts the gradient tensor itself (autograd gives each leaf a tensor of its own)."""
         with torch.no_grad():
             for i, g in zip(self._leaf_positions, results):
-                dst = self.grad_arrays[i]._tensor
+                handle = self.grad_arrays[i]
+                dst = handle._tensor
                 if self._grad_reqs[i] == 'add':
                     if g is not None:
                         dst.add_(g)
                 elif g is None:
                     dst.zero_()
+                elif self._owns_grads and g.shape == dst.shape and g.dtype == dst.dtype and \
+                        g.is_contiguous():
+                    handle._tensor = g
                 else:
                     dst.copy_(g)
 
@@ -484,9 +491,9 @@ class Executor:
                 given.setdefault(id(n), a.shape)
             shapes = infer_graph_shapes(order, given)
 
-        def reuse(name, old, new_shape, specified):
+        def reuse(name, old, new_shape, specified, same_handle=False):
             if new_shape == old.shape:
-                return _wrap(old._tensor, old.context)
+                return old if same_handle else _wrap(old._tensor, old.context)
             if not specified and not partial_shaping:
                 raise MXNetError('Shape of unspecifie arg: %s changed. This can cause the new '
                                  'executor to not share parameters with the old one. Please '
@@ -498,12 +505,12 @@ class Executor:
         for node, arr, grad in zip(self._arg_nodes, self.arg_arrays, self.grad_arrays):
             shape = shapes[(id(node), 0)]
             args.append(reuse(node.name, arr, shape, node.name in kwargs))
-            grads.append(None if grad is None else reuse(node.name, grad, shape, True))
+            grads.append(None if grad is None else reuse(node.name, grad, shape, True, True))
         aux = [reuse(n.name, a, shapes[(id(n), 0)], False)
                for n, a in zip(self._aux_nodes, self.aux_arrays)]
         out_types = [np_dtype(o._tensor.dtype) for o in self.outputs]
         new = Executor(self._symbol, self._ctx, args, grads, self._grad_reqs, aux, shapes,
-                       out_types, self._group2ctx)
+                       out_types, self._group2ctx, owns_grads=self._owns_grads)
         for i, ((node, k), old) in enumerate(zip(self._symbol._entries, self.outputs)):
             shape = shapes[(id(node), k)]
             if prod(shape) <= old.size:
@@ -741,4 +748,4 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         out_types.append(first(types.get((id(node), k)), np_dtype('float32')))
         out_arrays.append(allocate(dtype_of(node, k), tuple(shape), None, name))
     return Executor(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, shapes, out_types,
-                    group2ctx, out_arrays)
+                    group2ctx, out_arrays, owns_grads=True)

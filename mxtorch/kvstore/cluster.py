@@ -21,6 +21,7 @@ blamed.
 MXTORCH_DIST_TIMEOUT (seconds, default 120) bounds the arrival wait, every collective and the
 store's operations; MXTORCH_DIST_BACKEND overrides the backend string.
 """
+import atexit
 import datetime
 import os
 import threading
@@ -134,7 +135,11 @@ class Cluster:
         self._store.set('arrived/%d' % self.rank, '1')
         self._wait_for_everyone()
         self._monitor_store = self._connect(is_master=False)
-        threading.Thread(target=self._heartbeat, name='mxtorch-heartbeat', daemon=True).start()
+        self._stop = threading.Event()
+        self._beating = threading.Thread(target=self._heartbeat, name='mxtorch-heartbeat',
+                                         daemon=True)
+        self._beating.start()
+        atexit.register(self.close)
         if dist.is_initialized():
             if (dist.get_rank(), dist.get_world_size()) != (self.rank, self.size):
                 raise MXNetError('torch.distributed is already initialised as rank %d of %d, '
@@ -196,18 +201,26 @@ class Cluster:
             backend, store=dist.PrefixStore('pg/', self._store), rank=self.rank,
             world_size=self.size, timeout=datetime.timedelta(seconds=self.timeout)))
 
+    def close(self):
+        """Stop the heartbeat thread before the interpreter tears down (a thread still inside
+        the store's C++ code at exit can abort the process), then leave the process group."""
+        self._stop.set()
+        self._beating.join(timeout=2 * self.interval + 1.0)
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
     # ---- heartbeats ------------------------------------------------------------------------------
     def _heartbeat(self):
         keys = [self._key(r) for r in range(self.size)]
         beat = 0
-        while True:
+        while not self._stop.is_set():
             beat += 1
             try:
                 self._monitor_store.set(keys[self.rank], '%d %d %s' % (beat, self.seq,
                                                                        self._state))
                 values = self._monitor_store.multi_get(keys)
             except RuntimeError:            # the store's host has gone; the last poll stands
-                time.sleep(self.interval)
+                self._stop.wait(self.interval)
                 continue
             now = time.monotonic()
             with self._lock:
@@ -217,7 +230,7 @@ class Cluster:
                     old = self._peers.get(r)
                     changed = old[3] if old is not None and old[0] == their_beat else now
                     self._peers[r] = (their_beat, int(seq), state, changed)
-            time.sleep(self.interval)
+            self._stop.wait(self.interval)
 
     # ---- collectives -----------------------------------------------------------------------------
     def collective(self, what, run):
