@@ -18,7 +18,7 @@ def _softmax_layout(p, data):
     """Probabilities for SoftmaxOutput's three layouts."""
     if p.multi_output:
         return torch.softmax(data, dim=1)
-    if p.preserve_shape:
+    if p.preserve_shape or data.dim() == 2:
         return torch.softmax(data, dim=-1)
     return torch.softmax(data.reshape(data.shape[0], -1), dim=1).reshape(data.shape)
 
@@ -44,7 +44,7 @@ def _softmax_output_grad(p, prob, label):
                                                        p.smooth_alpha or
                                                        p.normalization == 'valid'):
         onehot = _class_indices(prob.shape[1], prob.device) == label.reshape(n, 1).long()
-        grad = prob - onehot.to(prob.dtype)             # the common case, in three kernels
+        grad = prob.sub(onehot.to(prob.dtype))          # the common case, in four kernels
         scale = p.grad_scale / n if p.normalization == 'batch' else p.grad_scale
         return grad * scale if scale != 1.0 else grad
     if p.multi_output:                                  # classes on axis 1, positions after it
