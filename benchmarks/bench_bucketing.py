@@ -7,13 +7,12 @@
    bound to the largest bucket alone. Measured as the peak of live tensor bytes (torch
    profiler's allocation events, summed in time order) from bind to the last step.
 """
-import gc
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 import mxtorch as mx
+from mxtorch.test_utils import peak_tensor_bytes
 from harness import interleaved, report
 
 VOCAB, EMBED, HIDDEN, LAYERS, BATCH = 1000, 64, 128, 2, 32
@@ -79,22 +78,6 @@ def step_time():
                            'mxtorch BucketingModule': mxtorch_steps}, rounds=7, seconds=1.0)
     return report('Bucketed 2-layer LSTM LM, 3 steps (lengths 10, 20, 30), batch 32', medians,
                   'PyTorch eager (nn.LSTM)')
-
-
-def peak_tensor_bytes(workload):
-    """Peak of live tensor memory while `workload()` runs (allocations made inside it)."""
-    from torch.profiler import ProfilerActivity, profile
-    gc.collect()
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        workload()
-        gc.collect()
-    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                    if e.name() == '[memory]')
-    live = peak = 0
-    for _, nbytes in events:
-        live += nbytes
-        peak = max(peak, live)
-    return peak
 
 
 def train(lengths, module_factory, epochs=2):

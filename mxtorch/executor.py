@@ -278,9 +278,7 @@ class Executor:
         same object: it shares its storage and version counter)."""
         cached = self._leaves.get(i)
         if cached is not None and cached[0] is tensor:
-            leaf = cached[1]
-            leaf.grad = None
-            return leaf
+            return cached[1]
         leaf = tensor.detach().requires_grad_()
         self._leaves[i] = (tensor, leaf)
         return leaf
@@ -375,7 +373,10 @@ class Executor:
         if not outs:
             return [None] * len(leaves)
         _run_backward(outs, head_grads, leaves)
-        return [leaf.grad for leaf in leaves]
+        grads = [leaf.grad for leaf in leaves]
+        for leaf in leaves:               # the grad arrays hold them now, nothing else may
+            leaf.grad = None
+        return grads
 
     def _write_grads(self, results):
         """Per grad_req: 'add' accumulates; 'write' copies, or, into arrays simple_bind made,

@@ -735,3 +735,21 @@ def get_mnist_iterator(batch_size, input_shape, num_parts=1, part_index=0):
         iters.append(NDArrayIter(images.reshape((-1,) + tuple(input_shape)), labels, batch_size,
                                  shuffle=shuffle, num_parts=num_parts, part_index=part_index))
     return tuple(iters)
+
+
+def peak_tensor_bytes(workload):
+    """Peak of live tensor memory while `workload()` runs, counting the allocations made inside
+    it (torch profiler's allocation events, summed in time order)."""
+    import gc
+    from torch.profiler import ProfilerActivity, profile
+    gc.collect()
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        workload()
+        gc.collect()
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == '[memory]')
+    live = peak = 0
+    for _, nbytes in events:
+        live += nbytes
+        peak = max(peak, live)
+    return peak

@@ -131,6 +131,35 @@ def _storage_bytes(modules):
     return sum(storages.values())
 
 
+def test_peak_memory_of_ten_buckets_is_that_of_the_largest():
+    lengths = list(range(30, 0, -3))
+
+    def train(seq_lens, module):
+        def workload():
+            mod = module()
+            for step, seq_len in enumerate(seq_lens * 2):
+                mod.forward_backward(batch(seq_len, step))
+                mod.update()
+        return workload
+
+    def bucketing():
+        mod = mx.mod.BucketingModule(sym_gen_factory(lambda t: False), default_bucket_key=30)
+        mod.bind([('data', (B, 30))], [('softmax_label', (B, 30))])
+        mod.init_params(mx.init.Xavier())
+        mod.init_optimizer()
+        return mod
+
+    def alone():
+        mod = mx.mod.Module(sym_gen_factory(lambda t: False)(30)[0])
+        mod.bind([('data', (B, 30))], [('softmax_label', (B, 30))])
+        mod.init_params(mx.init.Xavier())
+        mod.init_optimizer()
+        return mod
+    buckets = mx.test_utils.peak_tensor_bytes(train(lengths, bucketing))
+    largest = mx.test_utils.peak_tensor_bytes(train([30], alone))
+    assert buckets <= 1.15 * largest, (buckets, largest)
+
+
 def test_buckets_share_one_memory_pool():
     lengths = list(range(30, 0, -3))                       # 10 buckets, default = largest
     mod = mx.mod.BucketingModule(sym_gen_factory(lambda t: False), default_bucket_key=30)
