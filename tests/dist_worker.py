@@ -4,13 +4,15 @@
 
 Scenarios, run in order in one process: train (Module.fit of an MLP on dist_sync), async (the
 same on dist_async), resume (continue a train checkpoint), compress (2-bit pushes straight on
-the store), ranks (rank, size, one pushpull). Each writes OUTDIR/<scenario>-rank<r>.npz (.json).
+the store), states (save/load of the store's optimizer states), ranks (rank, size, one
+pushpull). Each writes OUTDIR/<scenario>-rank<r>.npz (.json).
 """
 import argparse
 import json
 import logging
 import os
 import signal
+import time
 
 import numpy as np
 
@@ -63,7 +65,10 @@ def fit(args, kv, mod, scenario, epochs, **kwargs):
 
     def suicide(param):
         if kv.rank == args.victim and param.epoch * (SHARD // BATCH) + param.nbatch == 5:
-            os.kill(os.getpid(), signal.SIGKILL)
+            if args.stall:               # alive but stuck: heartbeats go on, collectives do not
+                time.sleep(args.stall)
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
 
     prefix = os.path.join(args.outdir, '%s-mod-rank%d' % (scenario, kv.rank))
     mod.fit(train, kvstore=kv, optimizer='sgd', optimizer_params=OPTIMIZER_PARAMS,
@@ -128,14 +133,65 @@ def compress(args):
     np.savez(os.path.join(args.outdir, 'compress-rank%d.npz' % kv.rank), **result)
 
 
+def states(args):
+    """Optimizer states through save/load on dist_sync: two SGD-momentum pushes, save, a fresh
+    store loads them (rank 1 names a file that does not exist: only rank 0 reads), one more push
+    on both stores; record weights and momenta."""
+    def store():
+        kv = mx.kv.create('dist_sync')
+        kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, rescale_grad=0.5))
+        kv.init(['w', 'b'], [mx.nd.ones((3, 2)), mx.nd.zeros((4,))])
+        return kv
+
+    def grads(step):
+        rng = np.random.RandomState(100 * kv.rank + step)
+        return [mx.nd.array(rng.uniform(-1, 1, (3, 2))), mx.nd.array(rng.uniform(-1, 1, (4,)))]
+
+    def snapshot(store_, tag, result):
+        for name, shape in (('w', (3, 2)), ('b', (4,))):
+            out = mx.nd.zeros(shape)
+            store_.pull(name, out=out)
+            result['%s_%s' % (tag, name)] = out.asnumpy()
+            result['%s_momentum_%s' % (tag, name)] = store_._updater.states[name].asnumpy()
+
+    kv = store()
+    for step in range(2):
+        kv.push(['w', 'b'], grads(step))
+    path = os.path.join(args.outdir, 'kv-rank%d.states' % kv.rank)
+    kv.save_optimizer_states(path)
+    kv.barrier()
+    result = {}
+    snapshot(kv, 'saved', result)
+    fresh = store()
+    fresh.load_optimizer_states(os.path.join(args.outdir, 'kv-rank0.states') if kv.rank == 0
+                                else os.path.join(args.outdir, 'no-such-file'))
+    snapshot(fresh, 'loaded', result)
+    for step_store in (kv, fresh):
+        step_store.push(['w', 'b'], grads(2))
+    snapshot(kv, 'after', result)
+    snapshot(fresh, 'fresh_after', result)
+    np.savez(os.path.join(args.outdir, 'states-rank%d.npz' % kv.rank), **result)
+
+
 def ranks(args):
     kv = mx.kv.create('dist_sync')
     kv.init('x', mx.nd.ones((2,)) * (kv.rank + 1))
     value = mx.nd.ones((2,)) * (kv.rank + 1)
     kv.pushpull('x', value)
+    others = {}
+    for name in ('dist_device_sync', 'dist_async', 'horovod'):
+        store = mx.kv.create(name)
+        store.init(3, mx.nd.zeros((2,)))
+        pushed = [mx.nd.ones((2,)) * (kv.rank + 1), mx.nd.ones((2,)) * 10]   # two "devices"
+        out = mx.nd.zeros((2,))
+        store.pushpull(3, pushed, out=out)
+        store.barrier()
+        others[name] = {'type': store.type, 'rank': store.rank, 'size': store.num_workers,
+                        'optimizer': store.is_capable('optimizer'),
+                        'sum': out.asnumpy().tolist()}
     with open(os.path.join(args.outdir, 'ranks-rank%d.json' % kv.rank), 'w') as f:
         json.dump({'rank': kv.rank, 'num_workers': kv.num_workers,
-                   'sum': value.asnumpy().tolist(),
+                   'sum': value.asnumpy().tolist(), 'others': others,
                    'timeout': os.environ.get('MXTORCH_DIST_TIMEOUT')}, f)
 
 
@@ -145,6 +201,8 @@ def main():
     parser.add_argument('scenarios', nargs='+', choices=sorted(SCENARIOS))
     parser.add_argument('--epochs', type=int, default=4, help='epochs of train and resume')
     parser.add_argument('--victim', type=int, default=-1, help='rank that kills itself')
+    parser.add_argument('--stall', type=float, default=0,
+                        help='the victim sleeps this long instead of killing itself')
     parser.add_argument('--resume-from', help='checkpoint prefix to resume from')
     args = parser.parse_args()
     for scenario in args.scenarios:
@@ -152,7 +210,7 @@ def main():
 
 
 SCENARIOS = {'train': train, 'async': async_, 'resume': resume, 'compress': compress,
-             'ranks': ranks}
+             'states': states, 'ranks': ranks}
 
 
 if __name__ == '__main__':

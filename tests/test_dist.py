@@ -6,6 +6,7 @@ the DMLC_* form, or through `mxtorch launch`); tests/dist_worker.py is the worke
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -115,10 +116,10 @@ def single_process(num_workers, epochs):
 @pytest.fixture(scope='module')
 def job2(tmp_path_factory):
     """One 2-worker job, launched with MXNet's DMLC_* variables, whose workers run in turn:
-    4 epochs of Module.fit on dist_sync with checkpoints every epoch, 2-bit pushes, and 8 epochs
-    of Module.fit on dist_async."""
+    4 epochs of Module.fit on dist_sync with checkpoints every epoch, 2-bit pushes, save/load of
+    the store's optimizer states, and 8 epochs of Module.fit on dist_async."""
     outdir = tmp_path_factory.mktemp('job2')
-    check_ok(run_job(outdir, 2, 'train', 'compress', 'async', dmlc=True))
+    check_ok(run_job(outdir, 2, 'train', 'compress', 'states', 'async', dmlc=True))
     return outdir
 
 
@@ -219,6 +220,172 @@ def test_two_bit_compression_across_workers_matches_numpy_model(job2):
         assert int(results[0]['bytes_%d' % step]) == 10 * (step + 1)
 
 
+# ---- optimizer states --------------------------------------------------------------------------
+def test_dist_optimizer_states_save_on_rank0_and_load_everywhere(job2):
+    results = [load(job2, 'states', r) for r in range(2)]
+    # only rank 0 wrote its file; rank 1 loaded from a path it cannot see (rank 0 reads)
+    assert os.path.exists(os.path.join(job2, 'kv-rank0.states'))
+    assert not os.path.exists(os.path.join(job2, 'kv-rank1.states'))
+    shapes = {'w': (3, 2), 'b': (4,)}
+
+    def global_grad(step, name):
+        """The sum over both workers of what they pushed at `step` for `name`."""
+        index = list(shapes).index(name)
+        total = 0
+        for r in range(2):
+            rng = np.random.RandomState(100 * r + step)
+            drawn = [rng.uniform(-1, 1, s) for s in shapes.values()]
+            total = total + drawn[index].astype(np.float32)
+        return total
+
+    for name, shape in shapes.items():
+        # SGD with momentum 0.9, lr 0.1, rescale_grad 0.5: mom = 0.9 mom - 0.05 g; w += mom
+        weight = np.ones(shape) if name == 'w' else np.zeros(shape)
+        initial, mom = weight.copy(), np.zeros(shape)
+        for step in range(2):
+            mom = 0.9 * mom - 0.1 * 0.5 * global_grad(step, name)
+            weight = weight + mom
+        last = 0.9 * mom - 0.1 * 0.5 * global_grad(2, name)
+        for r in range(2):
+            res = results[r]
+            np.testing.assert_allclose(res['saved_' + name], weight, rtol=0, atol=1e-6)
+            np.testing.assert_allclose(res['saved_momentum_' + name], mom, rtol=0, atol=1e-6)
+            np.testing.assert_array_equal(res['loaded_momentum_' + name],
+                                          res['saved_momentum_' + name])
+            np.testing.assert_allclose(res['after_' + name], weight + last, rtol=0, atol=1e-6)
+            np.testing.assert_allclose(res['fresh_after_' + name], initial + last, rtol=0,
+                                       atol=1e-6)
+
+
+# ---- single-process stores: the same API and semantics --------------------------------------
+def test_device_store_two_bit_per_device_residuals_with_optimizer_match_numpy_model():
+    """Two devices push per key; each keeps its own residual, the messages are summed and the
+    SGD-momentum update applied (checked against MXNet 1.9.1, whose final values are below)."""
+    kv = mx.kv.create('device')
+    kv.set_gradient_compression({'type': '2bit', 'threshold': 0.4})
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.25, momentum=0.5))
+    shapes = {'a': (2, 3), 'b': (5,)}
+    kv.init(list(shapes), [mx.nd.ones((2, 3)), mx.nd.zeros((5,))])
+    weights = {'a': np.ones((2, 3)), 'b': np.zeros(5)}
+    moms = {k: np.zeros(s) for k, s in shapes.items()}
+    residuals = {(k, d): np.zeros(s, np.float32) for k, s in shapes.items() for d in range(2)}
+    rng = np.random.RandomState(7)
+    for _ in range(3):
+        grads = {k: [rng.uniform(-1, 1, s).astype(np.float32) for _ in range(2)]
+                 for k, s in shapes.items()}
+        kv.push(list(shapes), [[mx.nd.array(g) for g in grads[k]] for k in shapes])
+        outs = [mx.nd.zeros(s) for s in shapes.values()]
+        kv.pull(list(shapes), out=outs)
+        for (k, shape), out in zip(shapes.items(), outs):
+            total = np.zeros(shape, np.float32)
+            for d in range(2):
+                message, residuals[k, d] = numpy_two_bit(residuals[k, d], grads[k][d], 0.4)
+                total += message
+            moms[k] = 0.5 * moms[k] - 0.25 * total
+            weights[k] = weights[k] + moms[k]
+            np.testing.assert_allclose(out.asnumpy(), weights[k], rtol=0, atol=1e-6)
+            np.testing.assert_allclose(kv._compression._residuals[(k, 1)].numpy(),
+                                       residuals[k, 1], rtol=0, atol=1e-6)
+    mxnet_final = {'a': [[1.425, 1.05, 1.175], [0.875, 0.775, 0.675]],
+                   'b': [0.4, 0.0, 0.45, -0.425, -0.1]}
+    for k, out in zip(shapes, outs):
+        np.testing.assert_allclose(out.asnumpy(), mxnet_final[k], rtol=0, atol=1e-6)
+
+
+def test_bad_compression_params_and_store_types_name_the_argument():
+    with pytest.raises(mx.MXNetError, match="kvstore type must contain 'device' or 'dist'.*"
+                                            "got 'local'"):
+        mx.kv.create('local').set_gradient_compression({'type': '2bit'})
+    kv = mx.kv.create('device')
+    for params, message in [
+            ({'type': '1bit'}, r"compression_params\['type'\] must be '2bit', got '1bit'"),
+            ({'threshold': 0.5}, r"needs a 'type' .*got keys \['threshold'\]"),
+            ({'type': '2bit', 'threshold': -1}, r"\['threshold'\] must be a number > 0, got -1"),
+            ({'type': '2bit', 'threshold': 'abc'}, r"must be a number > 0, got 'abc'"),
+            ({'type': '2bit', 'threshold': float('nan')}, r"must be a number > 0, got nan")]:
+        with pytest.raises(mx.MXNetError, match=message):
+            kv.set_gradient_compression(params)
+    with pytest.raises(TypeError, match='compression_params must be a dict'):
+        kv.set_gradient_compression('2bit')
+    kv.set_gradient_compression({'type': '2bit', 'threshold': '0.3'})   # as MXNet: parsed
+    assert kv._compression.threshold == pytest.approx(0.3)
+    with pytest.raises(TypeError, match='name must be a string, got int'):
+        mx.kv.create(3)
+
+
+def test_local_store_identity_shapes_and_mxnet_aliases():
+    for name, kind in (('local', 'local'), ('Device', 'device'), ('local_allreduce_cpu',
+                                                                  'local_allreduce_cpu')):
+        kv = mx.kv.create(name)
+        assert (kv.type, kv.rank, kv.num_workers) == (kind, 0, 1)
+        assert kv.is_capable(mx.kv.KVStore.OPTIMIZER) and kv.OPTIMIZER == 'optimizer'
+        kv._barrier()
+        kv.barrier()
+    kv = mx.kv.create('device')
+    kv.init(0, mx.nd.zeros((2, 3)))
+    with pytest.raises(mx.MXNetError, match=r'key 0 .*(\(2, 3\).*\(3, 2\)|\(3, 2\).*\(2, 3\))'):
+        kv.push(0, [mx.nd.ones((2, 3)), mx.nd.ones((3, 2))])
+    with pytest.raises(mx.MXNetError, match=r'out for key 0 .*\(2, 3\); got \(6,\)'):
+        kv.pull(0, out=mx.nd.zeros((6,)))
+    with pytest.raises(mx.MXNetError, match='key 5 has not been initialized'):
+        kv.pull(5, out=mx.nd.zeros((2, 3)))
+    with pytest.raises(mx.MXNetError, match='Unknown capability: fast'):
+        kv.is_capable('fast')
+
+
+def test_registered_kvstore_class_is_created_by_name():
+    registry = dict(mx.kv.KVStoreBase.kv_registry)
+    try:
+        @mx.kv.KVStoreBase.register
+        class CountingStore(mx.kv.KVStoreBase):
+            def __init__(self):
+                self.calls = 0
+
+            def pushpull(self, key, value, out=None, priority=0):
+                self.calls += 1
+
+        kv = mx.kv.create('CountingStore')
+        assert type(kv) is CountingStore and kv.calls == 0
+        assert isinstance(mx.kv.create('local'), mx.kv.KVStoreBase)
+        with pytest.raises(NotImplementedError):
+            kv.set_optimizer(mx.optimizer.SGD())
+        with pytest.warns(UserWarning, match='replaces the registered kvstore'):
+            mx.kv.KVStoreBase.register(type('countingstore', (mx.kv.KVStoreBase,), {}))
+        with pytest.raises(TypeError, match='decorates a class, got str'):
+            mx.kv.KVStoreBase.register('local')
+    finally:
+        mx.kv.KVStoreBase.kv_registry.clear()
+        mx.kv.KVStoreBase.kv_registry.update(registry)
+
+
+def test_row_sparse_pull_gives_the_requested_rows_and_zeros_elsewhere():
+    """MXNet's row_sparse out, made dense: requested rows copied, the others zero."""
+    kv = mx.kv.create('local')
+    stored = np.arange(12, dtype=np.float32).reshape(4, 3)
+    kv.init(['e', 'f'], [mx.nd.array(stored), mx.nd.array(stored * 10)])
+    out = mx.nd.ones((4, 3))
+    kv.row_sparse_pull('e', out=out, row_ids=mx.nd.array([2, 0, 2]))
+    np.testing.assert_array_equal(out.asnumpy(), [[0, 1, 2], [0, 0, 0], [6, 7, 8], [0, 0, 0]])
+    outs = [mx.nd.ones((4, 3)), mx.nd.ones((4, 3))]
+    kv.row_sparse_pull('e', out=outs, row_ids=[mx.nd.array([1]), mx.nd.array([3])])
+    np.testing.assert_array_equal(outs[0].asnumpy()[1], stored[1])
+    np.testing.assert_array_equal(outs[1].asnumpy(), np.where(np.arange(4)[:, None] == 3,
+                                                              stored, 0))
+    pair = [mx.nd.ones((4, 3)), mx.nd.ones((4, 3))]
+    kv.row_sparse_pull(['e', 'f'], out=pair, row_ids=[mx.nd.array([0]), mx.nd.array([1, 3])])
+    np.testing.assert_array_equal(pair[1].asnumpy(), np.where(
+        np.isin(np.arange(4), [1, 3])[:, None], stored * 10, 0))
+    full = mx.nd.zeros((4, 3))
+    kv.pull('e', out=full, ignore_sparse=False)
+    np.testing.assert_array_equal(full.asnumpy(), stored)
+    with pytest.raises(mx.MXNetError, match='needs row_ids .* got None'):
+        kv.row_sparse_pull('e', out=out)
+    with pytest.raises(mx.MXNetError, match=r"row_ids for key 'e' must lie in \[0, 4\), got \[4\]"):
+        kv.row_sparse_pull('e', out=out, row_ids=mx.nd.array([1, 4]))
+    with pytest.raises(mx.MXNetError, match='list of 2 \\(one per out\\), got a list of 3'):
+        kv.row_sparse_pull('e', out=outs, row_ids=[mx.nd.array([1])] * 3)
+
+
 # ---- dist_async --------------------------------------------------------------------------------
 def test_dist_async_converges(job2):
     results = [load(job2, 'async', r) for r in range(2)]
@@ -243,6 +410,17 @@ def test_killed_worker_makes_the_others_fail_naming_it(tmp_path):
         assert code != 0, out
         assert 'rank 1 stopped responding' in out, out
         assert seconds - results[1][2] < TIMEOUT, (seconds, results[1][2])
+
+
+def test_stuck_worker_is_named_after_the_timeout(tmp_path):
+    # rank 1 stops at step 5 for 8 s (its heartbeat goes on); the others give up after 5 s
+    results = run_job(tmp_path, 2, 'train', '--epochs', '50', '--victim', '1', '--stall', '8',
+                      timeout=5)
+    code, out, seconds = results[0]
+    assert code != 0, out
+    assert 'rank 1 did not reach it within the 5 s timeout' in out, out
+    assert seconds < results[1][2], (seconds, results[1][2])
+    assert results[1][0] != 0                  # it wakes up to find the job gone
 
 
 def test_worker_that_never_arrives_is_named(tmp_path):
@@ -273,11 +451,28 @@ def test_partial_or_dmlc_environments_fail_clearly(monkeypatch):
 
 # ---- launcher ----------------------------------------------------------------------------------
 def test_launch_runs_workers_through_torchrun(tmp_path):
-    assert launch.main(['-n', '2', '--timeout', '7', WORKER, str(tmp_path), 'ranks']) == 0
+    """`python -m mxtorch launch` (the CLI), in its own process group so that a stuck job is
+    killed whole after JOB_LIMIT seconds."""
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'mxtorch', 'launch', '-n', '2', '--timeout', '7', WORKER,
+         str(tmp_path), 'ranks'], env=worker_env({}, TIMEOUT), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=JOB_LIMIT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail('mxtorch launch still running after %d s:\n%s' % (JOB_LIMIT, out))
+    assert proc.returncode == 0, out
     reports = [json.load(open(tmp_path / ('ranks-rank%d.json' % r))) for r in range(2)]
     assert [(r['rank'], r['num_workers'], r['timeout']) for r in reports] == \
         [(0, 2, '7'), (1, 2, '7')]
     assert all(r['sum'] == [3.0, 3.0] for r in reports)
+    # the other store types of the same job: each sums both devices of both workers (1+2+10+10)
+    for r, report in enumerate(reports):
+        assert report['others'] == {
+            name: {'type': name, 'rank': r, 'size': 2, 'optimizer': name != 'horovod',
+                   'sum': [23.0, 23.0]} for name in ('dist_device_sync', 'dist_async', 'horovod')}
 
 
 def test_launch_maps_hosts_onto_torchrun_nodes(tmp_path):
@@ -294,5 +489,9 @@ def test_launch_maps_hosts_onto_torchrun_nodes(tmp_path):
         assert argv[argv.index('--master_addr') + 1] == 'node-a'
         assert argv[argv.index('--master_port') + 1] == '1234'
         assert argv[-3:] == ['train.py', '--lr', '0.1']
-    with pytest.raises(SystemExit):
-        launch.main(['-n', '3', '--hosts', str(hosts), 'train.py'])
+    for argv, message in ((['-n', '3', '--hosts', str(hosts)], '-n 3 workers cannot be spread'),
+                          (['-n', '0'], '-n must be >= 1, got 0'),
+                          (['-n', '2', '--timeout', '0'], '--timeout must be .* > 0, got 0'),
+                          (['-n', '2', '--max-restarts', '-1'], '--max-restarts must be >= 0')):
+        with pytest.raises(SystemExit, match=message):
+            launch.main(argv + ['train.py'])

@@ -50,13 +50,22 @@ class TwoBitCompression:
     @classmethod
     def from_params(cls, params):
         if not isinstance(params, dict):
-            raise TypeError('compression_params must be a dict, got %s' % type(params).__name__)
-        kind = params.get('type')
+            raise TypeError('compression_params must be a dict such as {\'type\': \'2bit\', '
+                            '\'threshold\': 0.5}, got %s' % type(params).__name__)
+        if 'type' not in params:
+            raise MXNetError("compression_params needs a 'type' (supported: '2bit'), got keys %s"
+                             % sorted(map(str, params)))
+        kind = params['type']
         if kind != '2bit':
-            raise MXNetError("Unknown gradient compression type %r; supported: '2bit'" % (kind,))
-        threshold = float(params.get('threshold', 0.5))
-        if threshold <= 0:
-            raise MXNetError('2bit compression needs threshold > 0, got %s' % threshold)
+            raise MXNetError("compression_params['type'] must be '2bit', got %r" % (kind,))
+        given = params.get('threshold', 0.5)
+        try:
+            threshold = float(given)
+        except (TypeError, ValueError):
+            threshold = float('nan')
+        if not threshold > 0:             # also refuses NaN and what is not a number
+            raise MXNetError("compression_params['threshold'] must be a number > 0, got %r"
+                             % (given,))
         return cls(threshold)
 
     def compress(self, key, device, array):

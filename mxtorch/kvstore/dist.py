@@ -20,8 +20,11 @@ CUDA ones); see cluster.py for how a job is joined and how failures are reported
   Communication overlaps the next batch's computation and no worker waits for the others' current
   step; the fastest worker runs at most one round ahead of the slowest. Between pushes the
   workers' weights differ by their own last update; `barrier()` completes the outstanding round,
-  after which every worker holds the same average. Optimizer states stay per worker. Without an
-  optimizer a push sums across workers as in dist_sync.
+  after which every worker holds the same average. Optimizer states stay per worker (saving
+  writes rank 0's, loading gives every worker rank 0's). Without an optimizer a push sums across
+  workers as in dist_sync.
+* save_optimizer_states / load_optimizer_states: rank 0 writes the file; on loading rank 0
+  reads it and broadcasts it, so only rank 0 needs to see the file.
 * 'horovod': the synchronous store without optimizer support (Module then updates locally after
   the summed gradients come back), as MXNet's Horovod store.
 
@@ -121,9 +124,9 @@ class DistKVStore(KVStore):
         """Store rank 0's value under each key on every worker."""
         keys, values = _key_list(key, value)
         copies = []
-        for k, v in zip(keys, values):
+        for i, (k, v) in enumerate(zip(keys, values)):
             self._check_key(k)
-            if k in self._store:
+            if k in self._store or k in keys[:i]:
                 raise MXNetError('key %r has already been initialized' % (k,))
             copies.append(_arrays(v, 'value')[0].copy())
         for flat, members in _buckets([c._tensor for c in copies]):
@@ -162,6 +165,7 @@ class DistKVStore(KVStore):
 
     def _local_sum(self, key, arrays):
         stored = self._stored(key)
+        self._check_shapes(key, arrays, 'value')
         if self._on_device and arrays[0].context != stored.context:
             stored = self._store[key] = stored.as_in_context(arrays[0].context)
         return sum_on(arrays, stored.context)
@@ -212,6 +216,14 @@ class DistKVStore(KVStore):
             self._rounds = {key: p for key, p in self._rounds.items() if p is not parts}
 
     # ---- optimizer -------------------------------------------------------------------------------
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Rank 0 writes its optimizer states to `fname` (the other workers write nothing: on
+        the sync stores their states are the same; on dist_async rank 0's stand for all)."""
+        if self._updater is None:
+            raise MXNetError('Cannot save states: no optimizer is set on the kvstore')
+        if self.rank == 0:
+            super().save_optimizer_states(fname, dump_optimizer)
+
     def load_optimizer_states(self, fname):
         """Rank 0 reads `fname`; every worker loads what it read."""
         if self._updater is None:

@@ -77,6 +77,10 @@ def node_commands(args):
     """[(host, torchrun argv)], one per host; host None for this machine alone."""
     if args.num_workers < 1:
         raise ValueError('-n must be >= 1, got %d' % args.num_workers)
+    if args.timeout is not None and not args.timeout > 0:
+        raise ValueError('--timeout must be a number of seconds > 0, got %g' % args.timeout)
+    if args.max_restarts < 0:
+        raise ValueError('--max-restarts must be >= 0, got %d' % args.max_restarts)
     torchrun = [sys.executable, '-m', 'torch.distributed.run',
                 '--max_restarts', str(args.max_restarts)]
     script = [args.script] + list(args.script_args)

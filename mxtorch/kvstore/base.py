@@ -1,0 +1,62 @@
+"""KVStoreBase: the interface every store implements, and the registry of custom stores.
+
+A class decorated with `KVStoreBase.register` is created by `mx.kv.create(name)` when `name`
+is its class name in any letter case; registered names take precedence over the built-in types.
+"""
+import warnings
+
+
+class KVStoreBase:
+    """What a key-value store provides (the built-in stores and registered ones)."""
+
+    OPTIMIZER = 'optimizer'          # the capability `is_capable` asks about
+    kv_registry = {}
+
+    def broadcast(self, key, value, out, priority=0):
+        """Initialize key with value, then pull it into out."""
+        raise NotImplementedError()
+
+    def pushpull(self, key, value, out=None, priority=0):
+        """Aggregate value over devices and workers, then write the result to out (or value)."""
+        raise NotImplementedError()
+
+    def set_optimizer(self, optimizer):
+        """Apply `optimizer` to the stored values from now on."""
+        raise NotImplementedError()
+
+    def is_capable(self, capability):
+        """Whether the store supports `capability` (e.g. KVStoreBase.OPTIMIZER)."""
+        raise NotImplementedError()
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        raise NotImplementedError()
+
+    def load_optimizer_states(self, fname):
+        raise NotImplementedError()
+
+    @property
+    def type(self):
+        raise NotImplementedError()
+
+    @property
+    def rank(self):
+        raise NotImplementedError()
+
+    @property
+    def num_workers(self):
+        raise NotImplementedError()
+
+    @staticmethod
+    def register(klass):
+        """Class decorator: make `mx.kv.create(klass.__name__)` (any case) return klass()."""
+        if not isinstance(klass, type):
+            raise TypeError('KVStoreBase.register decorates a class, got %s'
+                            % type(klass).__name__)
+        name = klass.__name__.lower()
+        previous = KVStoreBase.kv_registry.get(name)
+        if previous is not None and previous is not klass:
+            warnings.warn('kvstore %s.%s replaces the registered kvstore %s.%s'
+                          % (klass.__module__, klass.__name__, previous.__module__,
+                             previous.__name__), stacklevel=2)
+        KVStoreBase.kv_registry[name] = klass
+        return klass
