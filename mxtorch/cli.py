@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from . import compat
+from .base import MXNetError
 from .kvstore import launch
 
 
@@ -26,6 +27,44 @@ def _context(text):
     if kind == 'cpu':
         return [mx.cpu(i) for i in range(int(ids or 1))]
     return [mx.gpu(int(i)) for i in (ids.split(',') if ids else ['0'])]
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('expected a positive integer, got %r' % text) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError('expected a positive integer, got %r' % text)
+    return value
+
+
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('expected a positive number, got %r' % text) from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError('expected a positive number, got %r' % text)
+    return value
+
+
+def _fraction(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('expected a number in (0, 1), got %r' % text) from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError('expected a number in (0, 1), got %r' % text)
+    return value
+
+
+def _optimizer_name(text):
+    from .optimizer import Optimizer
+    if text.lower() not in Optimizer.opt_registry:
+        raise argparse.ArgumentTypeError('unknown optimizer %r; choose one of %s'
+                                         % (text, ', '.join(sorted(Optimizer.opt_registry))))
+    return text.lower()
 
 
 def _network(name):
@@ -128,6 +167,13 @@ def train(args):
 
 def predict(args):
     import mxtorch as mx
+    from .kvstore import latest_checkpoint
+    if args.epoch is None:
+        args.epoch = latest_checkpoint(args.prefix)
+        if args.epoch is None:
+            raise FileNotFoundError('no checkpoint %s-symbol.json with a %s-NNNN.params beside '
+                                    'it: run `mxtorch train --prefix %s` first'
+                                    % (args.prefix, args.prefix, args.prefix))
     _, val_iter, val_y = _data(args)
     mod = mx.mod.Module.load(args.prefix, args.epoch, context=args.context)
     mod.bind(val_iter.provide_data, val_iter.provide_label, for_training=False)
@@ -143,10 +189,10 @@ def predict(args):
 def _common(parser):
     parser.add_argument('--prefix', default='checkpoints/digits',
                         help='checkpoint prefix (default: %(default)s)')
-    parser.add_argument('--batch-size', type=int, default=32)
+    parser.add_argument('--batch-size', type=_positive_int, default=32)
     parser.add_argument('--context', type=_context, default='cpu',
                         help='cpu, cpu:N (N data-parallel cpu contexts), gpu or gpu:0,1')
-    parser.add_argument('--val-fraction', type=float, default=0.2,
+    parser.add_argument('--val-fraction', type=_fraction, default=0.2,
                         help='share of the digits held out for validation')
     parser.add_argument('--seed', type=int, default=0)
 
@@ -158,17 +204,20 @@ def build_parser():
     p = sub.add_parser('train', help='train on the bundled 8x8 handwritten digits')
     _common(p)
     p.add_argument('--network', choices=('lenet', 'mlp'), default='lenet')
-    p.add_argument('--epochs', type=int, default=10)
-    p.add_argument('--optimizer', default='sgd', help='any mx.optimizer name')
-    p.add_argument('--lr', type=float, default=0.05)
+    p.add_argument('--epochs', type=_positive_int, default=10)
+    p.add_argument('--optimizer', type=_optimizer_name, default='sgd',
+                   help='any mx.optimizer name')
+    p.add_argument('--lr', type=_positive_float, default=0.05)
     p.add_argument('--momentum', type=float, default=0.9)
-    p.add_argument('--log-every', type=int, default=20, help='Speedometer period in batches')
+    p.add_argument('--log-every', type=_positive_int, default=20,
+                   help='Speedometer period in batches')
     p.add_argument('--curves', metavar='FILE.svg', help='write train/validation accuracy curves')
     p.add_argument('--graph', metavar='FILE.dot', help='write the network as a Graphviz graph')
     p.set_defaults(run=train)
     p = sub.add_parser('predict', help='score a checkpoint written by `mxtorch train`')
     _common(p)
-    p.add_argument('--epoch', type=int, default=10, help='checkpoint epoch to load')
+    p.add_argument('--epoch', type=int, default=None,
+                   help='checkpoint epoch to load (default: the newest for --prefix)')
     p.add_argument('--show', type=int, default=5, help='print this many predictions')
     p.set_defaults(run=predict)
     compat.register_cli(sub)
@@ -177,9 +226,16 @@ def build_parser():
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format='%(message)s', stream=sys.stdout)
-    args.run(args)
+    try:
+        args.run(args)
+    except (MXNetError, OSError) as err:       # a missing or unreadable checkpoint, bad data
+        if args.command not in ('train', 'predict'):
+            raise
+        sys.stderr.write('mxtorch %s: error: %s\n' % (args.command, err))
+        return 1
     return 0
 
 

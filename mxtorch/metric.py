@@ -17,7 +17,7 @@ from collections import OrderedDict
 import numpy
 import torch
 
-from .base import numeric_types
+from .base import MXNetError, numeric_types
 from .ndarray import NDArray
 
 _REGISTRY = {}
@@ -43,6 +43,10 @@ def alias(*names):
             register(klass, name)
         return klass
     return decorate
+
+
+class UnknownMetricError(MXNetError, AssertionError):
+    """metric.create was given a name nobody registered (MXNet asserts this)."""
 
 
 def create(metric, *args, **kwargs):
@@ -87,8 +91,8 @@ def create(metric, *args, **kwargs):
         return create(loaded)
     name = text.lower()
     if name not in _REGISTRY:
-        raise AssertionError('%s is not registered. Please register with metric.register first'
-                             % name)
+        raise UnknownMetricError('%s is not registered. Please register with metric.register '
+                                 'first (known names: %s)' % (name, ', '.join(sorted(_REGISTRY))))
     return _REGISTRY[name](*args, **kwargs)
 
 
@@ -607,7 +611,7 @@ class PearsonCorrelation(EvalMetric):
             label = _numpy(label).ravel().astype(numpy.float64)
             pred = _numpy(pred).ravel().astype(numpy.float64)
             if self.average == 'macro':
-                self._add(numpy.corrcoef(pred, label)[0, 1], 1)
+                self._add(float(numpy.corrcoef(pred, label)[0, 1]), 1)
                 continue
             self.num_inst += 1
             self.global_num_inst += 1
@@ -624,7 +628,7 @@ class PearsonCorrelation(EvalMetric):
         n_pred, _, m2_pred = self._pred_stats
         value = self._comoment / ((n_label - 1) * numpy.sqrt(m2_pred / (n_pred - 1))
                                   * numpy.sqrt(m2_label / (n_label - 1)))
-        return self.name, value
+        return self.name, float(value)
 
 
 @register
@@ -650,7 +654,7 @@ class PCC(EvalMetric):
         if cov_pp == 0 or cov_aa == 0:
             return float('nan')
         cov_pa = numpy.sum(cmat.diagonal() * n - predicted * actual)
-        return cov_pa / (cov_pp * cov_aa) ** 0.5
+        return float(cov_pa / (cov_pp * cov_aa) ** 0.5)
 
     @property
     def sum_metric(self):

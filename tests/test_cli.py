@@ -29,3 +29,37 @@ def test_python_dash_m_and_help():
     out = subprocess.run([sys.executable, '-m', 'mxtorch', '--help'], capture_output=True,
                          text=True, check=True).stdout
     assert 'train' in out and 'predict' in out and 'run' in out
+
+
+def test_bad_options_are_refused_before_any_work(tmp_path, capsys):
+    import pytest
+    cases = ((['train', '--epochs', '0'], "--epochs: expected a positive integer, got '0'"),
+             (['train', '--batch-size', '-4'], '--batch-size: expected a positive'),
+             (['train', '--optimizer', 'sgdd'], "unknown optimizer 'sgdd'; choose one"),
+             (['train', '--lr', '0'], "--lr: expected a positive number, got '0'"),
+             (['predict', '--val-fraction', '1'], 'expected a number in (0, 1)'))
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as exit_:
+            cli.build_parser().parse_args(argv + ['--prefix', str(tmp_path / 'p')])
+        assert exit_.value.code == 2
+        assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_predict_without_a_checkpoint_fails_cleanly_and_finds_the_newest(tmp_path, capsys,
+                                                                         caplog):
+    prefix = str(tmp_path / 'none')
+    assert cli.main(['predict', '--prefix', prefix]) == 1
+    assert 'run `mxtorch train --prefix %s` first' % prefix in capsys.readouterr().err
+    prefix = str(tmp_path / 'mlp')
+    with caplog.at_level(logging.INFO):
+        assert cli.main(['train', '--prefix', prefix, '--network', 'mlp', '--epochs', '2',
+                         '--optimizer', 'adam', '--lr', '0.005']) == 0
+        out = '\n'.join(r.getMessage() for r in caplog.records)
+        trained = float(out.split('Validation accuracy ')[1].split()[0])
+        caplog.clear()
+        assert cli.main(['predict', '--prefix', prefix]) == 0    # no --epoch: the newest, 0002
+        out = '\n'.join(r.getMessage() for r in caplog.records)
+    assert 'Accuracy of %s-0002 on 359 held-out digits: %.4f' % (prefix, trained) in out
+    assert cli.main(['predict', '--prefix', prefix, '--epoch', '7']) == 1
+    assert 'mlp-0007.params' in capsys.readouterr().err

@@ -93,6 +93,8 @@ def test_registry_names(name):
 def test_create_forms():
     assert type(metric.create('custommetric', lambda l, p: 0.0)) is metric.CustomMetric
     with pytest.raises(AssertionError, match='foo is not registered'):
+        metric.create('foo')                     # what MXNet raises, and an MXNetError too
+    with pytest.raises(mx.MXNetError, match=r'known names: acc, accuracy, .*top_k_accuracy'):
         metric.create('foo')
     acc = metric.Accuracy(axis=0)
     assert metric.create(acc) is acc
@@ -412,3 +414,21 @@ def test_fast_metrics_never_copy_to_numpy(monkeypatch, name, kwargs):
     m = metric.create(name, **kwargs)
     m.update([label], [pred])
     assert m.num_inst > 0
+
+
+@pytest.mark.parametrize('name, kwargs', [('pearsonr', {}), ('pearsonr', {'average': 'micro'}),
+                                          ('pcc', {})])
+def test_correlation_values_are_python_floats(name, kwargs):
+    """get() gives plain floats (as MXNet's metrics do), not NumPy scalars."""
+    rng = np.random.RandomState(5)
+    label = rng.randint(0, 3, 12).astype(np.float32)
+    pred = (label + rng.rand(12)).astype(np.float32)
+    metric = mx.metric.create(name, **kwargs)
+    if name == 'pcc':
+        onehot = np.eye(3, dtype=np.float32)[np.clip(np.round(pred).astype(int), 0, 2)]
+        metric.update([mx.nd.array(label)], [mx.nd.array(onehot)])
+    else:
+        metric.update([mx.nd.array(label)], [mx.nd.array(pred)])
+        assert metric.get()[1] == pytest.approx(np.corrcoef(pred, label)[0, 1], rel=1e-6)
+    for value in (metric.get()[1], metric.get_global()[1]):
+        assert type(value) is float

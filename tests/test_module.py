@@ -95,6 +95,39 @@ def test_module_load_with_optimizer_states_continues_training(golden, tmp_path):
         np.testing.assert_array_equal(value.asnumpy(), arg[name].asnumpy())
 
 
+@pytest.mark.parametrize('model', TRAINED)
+def test_every_golden_checkpoint_resumes_with_mxnets_optimizer_states(golden, model):
+    """Module.load(..., load_optimizer_states=True) on each MXNet checkpoint: its momenta are the
+    ones MXNet recorded, and one more step equals a NumPy SGD step with momentum on them."""
+    folder = golden / 'checkpoints'
+    z = np.load(folder / ('%s-train.npz' % model))
+    names = _names(mx.sym.load(str(folder / ('%s-symbol.json' % model))), z, 'batch0/')
+    mod = mx.mod.Module.load(str(folder / model), 3, load_optimizer_states=True,
+                             data_names=names['data'], label_names=names['label'])
+    mod.bind([(n, z['batch0/' + n].shape) for n in names['data']],
+             [(n, z['batch0/' + n].shape) for n in names['label']])
+    mod.init_optimizer(optimizer='sgd', optimizer_params=SGD)
+    params = mod._exec_group.param_names
+    assert sorted(mod._updater.states) == list(range(len(params)))
+    for i, name in enumerate(params):
+        np.testing.assert_array_equal(mod._updater.states[i].asnumpy(), z['opt_state/' + name],
+                                      err_msg=name)
+    w0 = {k: v.asnumpy().copy() for k, v in mod.get_params()[0].items()}
+    mod.forward_backward(_batch(z, 'batch0/', names))
+    grads = {n: g[0].asnumpy().copy() for n, g in zip(params, mod._exec_group.grad_arrays)
+             if g[0] is not None}
+    mod.update()
+    arg = mod.get_params()[0]
+    batch = z['batch0/' + names['data'][0]].shape[0]
+    wd_mult = json.loads((folder / 'manifest.json').read_text())['models'][model][
+        'training']['optimizer']['wd_mult']
+    for name, g in grads.items():
+        wd = SGD['wd'] * wd_mult.get(name, 1.0)
+        mom = 0.9 * z['opt_state/' + name] - 0.1 * (g / batch + wd * w0[name])
+        np.testing.assert_allclose(arg[name].asnumpy(), w0[name] + mom, rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+
+
 def _trajectory_tags(golden):
     hyper = json.loads((golden / 'checkpoints' / 'optim-hyperparams.json').read_text())
     return hyper['optimizers']
@@ -187,7 +220,7 @@ def test_state_machine_errors_and_warnings(caplog):
     batch = next(iter(_iter()))
     with pytest.raises(mx.MXNetError, match='bind'):
         mod.forward(batch)
-    with pytest.raises(AssertionError, match='bind'):
+    with pytest.raises(mx.MXNetError, match='bind'):
         mod.init_params()
     mod.bind([('data', (16, 100))], [('softmax_label', (16,))])
     with pytest.raises(mx.MXNetError, match='init_params'):
@@ -206,7 +239,7 @@ def test_state_machine_errors_and_warnings(caplog):
     predict_only.bind([('data', (16, 100))], for_training=False)
     predict_only.init_params()
     predict_only.forward(batch, is_train=False)
-    with pytest.raises(AssertionError, match='for_training'):
+    with pytest.raises(mx.MXNetError, match='for_training'):
         predict_only.backward()
     with pytest.raises(ValueError, match="input with name 'x' is not found"):
         mx.mod.Module(_mlp_symbol(), data_names=['x'])
@@ -216,6 +249,115 @@ def test_state_machine_errors_and_warnings(caplog):
         m = mx.mod.Module(_mlp_symbol())
         m.bind([('data', (16, 100))], [('softmax_label', (16,))])
         m.init_params(arg_params={'fc1_weight': mx.nd.zeros((128, 100))})
+
+
+def test_every_out_of_order_call_is_an_mxnet_error_naming_the_step():
+    """Each call made too early names the call and the step it needs; the error is also an
+    AssertionError, which is what MXNet raises for these."""
+    batch = mx.io.DataBatch([mx.nd.ones((16, 100))], [mx.nd.ones((16,))])
+    fresh = mx.mod.Module(_mlp_symbol())
+    early = [('init_params', fresh.init_params, 'bind'),
+             ('set_params', lambda: fresh.set_params({}, {}), 'bind'),
+             ('get_params', fresh.get_params, 'bind'),
+             ('save_params', lambda: fresh.save_params('unused.params'), 'bind'),
+             ('get_outputs', fresh.get_outputs, 'bind'),
+             ('init_optimizer', fresh.init_optimizer, 'bind'),
+             ('save_optimizer_states', lambda: fresh.save_optimizer_states('x'), 'bind'),
+             ('load_optimizer_states', lambda: fresh.load_optimizer_states('x'), 'bind'),
+             ('output_shapes', lambda: fresh.output_shapes, 'bind'),
+             ('fit', lambda: fresh.fit(_iter()), 'num_epoch')]
+    for what, call, needs in early:
+        with pytest.raises(mx.MXNetError, match=needs) as err:
+            call()
+        assert isinstance(err.value, AssertionError), what
+    with pytest.raises(mx.MXNetError, match='inputs_need_grad=True needs for_training=True'):
+        fresh.bind([('data', (16, 100))], for_training=False, inputs_need_grad=True)
+    assert not fresh.binded
+    fresh.bind([('data', (16, 100))], [('softmax_label', (16,))])
+    fresh.init_params()
+    for what, call in (('update', fresh.update),
+                       ('save_optimizer_states', lambda: fresh.save_optimizer_states('x'))):
+        with pytest.raises(mx.MXNetError, match=what + ': call init_optimizer'):
+            call()
+    fresh.forward(batch)
+    with pytest.raises(mx.MXNetError, match='get_input_grads: bind with inputs_need_grad'):
+        fresh.get_input_grads()
+    with pytest.raises(mx.MXNetError, match=r'work_load_list .* expected 2 entries, given \[1\]'):
+        mx.mod.Module(_mlp_symbol(), context=[mx.cpu(0), mx.cpu(1)], work_load_list=[1])
+
+
+def test_failed_init_params_changes_nothing():
+    mod = mx.mod.Module(_mlp_symbol())
+    mod.bind([('data', (16, 100))], [('softmax_label', (16,))])
+    mod.init_params(mx.init.Constant(0.25))
+    before = {k: v.asnumpy().copy() for k, v in mod.get_params()[0].items()}
+    good = {k: mx.nd.ones(v.shape) for k, v in before.items()}
+    bad = dict(good, fc2_weight=mx.nd.ones((3, 3)))      # fc1_* sort (and were copied) first
+    with pytest.raises(mx.MXNetError, match=r"arg_params\['fc2_weight'\] has shape \(3, 3\), "
+                                            r"expected \(64, 128\)"):
+        mod.init_params(arg_params=bad, force_init=True)
+    with pytest.raises(mx.MXNetError, match=r"arg_params\['fc3_weight'\] must be an NDArray, "
+                                            r"given list"):
+        mod.init_params(arg_params=dict(good, fc3_weight=[[0.0] * 64] * 10), force_init=True)
+    missing = {k: v for k, v in good.items() if k != 'fc3_bias'}
+    with pytest.raises(mx.MXNetError, match='fc3_bias is not presented'):
+        mod.set_params(missing, {})
+
+    class Failing(mx.init.Initializer):
+        def _init_weight(self, name, arr):
+            if name == 'fc3_weight':
+                raise ValueError('no value for fc3_weight')
+            arr[:] = 7
+
+    with pytest.raises(ValueError, match='no value for fc3_weight'):
+        mod.init_params(Failing(), force_init=True)
+    for name, value in mod.get_params()[0].items():
+        np.testing.assert_array_equal(value.asnumpy(), before[name], err_msg=name)
+    out = mod.predict(mx.nd.ones((16, 100)))          # the executors kept the old values too
+    np.testing.assert_allclose(out.asnumpy(), np.full((16, 10), 0.1), rtol=1e-6)
+    as_numpy = {k: np.full(v.shape, 0.5, np.float64) for k, v in before.items()}
+    mod.set_params(as_numpy, {})                      # NumPy values are taken (cast) too
+    assert all(v.dtype == np.float32 and (v.asnumpy() == 0.5).all()
+               for v in mod.get_params()[0].values())
+
+
+def test_failed_reshape_keeps_the_bound_shapes():
+    mod = mx.mod.Module(_mlp_symbol())
+    mod.bind([('data', (16, 100))], [('softmax_label', (16,))])
+    mod.init_params(mx.init.Constant(0.01))
+    with pytest.raises(mx.MXNetError, match='fc1_weight'):
+        mod.forward(mx.io.DataBatch([mx.nd.ones((8, 7))], [mx.nd.ones((8,))]))
+    assert mod.data_shapes[0].shape == (16, 100) and mod.label_shapes[0].shape == (16,)
+    assert mod.output_shapes == [('softmax_output', (16, 10))]
+    mod.forward(mx.io.DataBatch([mx.nd.ones((16, 100))], [mx.nd.ones((16,))]), is_train=False)
+    assert mod.get_outputs()[0].shape == (16, 10)
+    mod.forward(mx.io.DataBatch([mx.nd.ones((4, 100))], [mx.nd.ones((4,))]), is_train=False)
+    assert mod.get_outputs()[0].shape == (4, 10) and mod.data_shapes[0].shape == (4, 100)
+
+
+def test_failed_bind_leaves_the_module_unbound_and_force_rebind_keeps_training():
+    mod = mx.mod.Module(_mlp_symbol())
+    with pytest.raises(mx.MXNetError, match='inputs_need_grad=True needs for_training=True'):
+        mod.bind([('data', (16, 100))], for_training=False, inputs_need_grad=True)
+    with pytest.raises(mx.MXNetError,
+                       match=r'batch_size = 16, but softmax_label has shape \(8,\)'):
+        mod.bind([('data', (16, 100))], [('softmax_label', (8,))])
+    assert (mod.binded, mod.for_training, mod.inputs_need_grad) == (False, False, False)
+    with pytest.raises(mx.MXNetError, match='data_shapes: call bind'):
+        mod.data_shapes
+    mod.bind([('data', (4, 100))], [('softmax_label', (4,))])
+    mod.init_params(mx.init.Constant(0.01))
+    mod.init_optimizer(optimizer_params={'learning_rate': 1.0})
+    batch = mx.io.DataBatch([mx.nd.ones((4, 100))], [mx.nd.array([0, 1, 1, 1])])
+    mod.forward_backward(batch)
+    mod.update()
+    # biases start at 0 (initializers zero them) and every class scores alike, so p = 0.1;
+    # the gradient of fc3_bias is (p - onehot) summed over the batch, rescaled by 1/4, lr 1
+    expected = np.full(10, -0.1)
+    expected[0] = -(0.4 - 1) / 4
+    expected[1] = -(0.4 - 3) / 4
+    mod.bind([('data', (2, 100))], [('softmax_label', (2,))], force_rebind=True)
+    np.testing.assert_allclose(mod.get_params()[0]['fc3_bias'].asnumpy(), expected, rtol=1e-5)
 
 
 def test_fit_logs_in_mxnet_format_and_learns(caplog):
@@ -326,6 +468,15 @@ def test_kvstore_push_sums_and_pull_copies():
         np.testing.assert_array_equal(o.asnumpy(), np.full((2, 2), 6))
     with pytest.raises(mx.MXNetError, match='Mixed key types'):
         kv.init(3, mx.nd.ones(1))
+    kv.init('v', mx.nd.zeros(3))
+    with pytest.raises(mx.MXNetError, match=r"key 'w' has shape \(3,\), expected \(2, 2\)"):
+        kv.push(['v', 'w'], [mx.nd.ones(3), mx.nd.ones(3)])     # 'v' is not pushed either
+    with pytest.raises(mx.MXNetError, match="key 'w' has already been initialized"):
+        kv.init(['new', 'w'], [mx.nd.ones(1), mx.nd.ones(1)])  # 'new' is not stored either
+    kv.init('new', mx.nd.ones(1))
+    v = mx.nd.ones(3)
+    kv.pull('v', out=v)
+    np.testing.assert_array_equal(v.asnumpy(), np.zeros(3))
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.5))
     g = mx.nd.ones((2, 2))
     kv.pushpull('w', g)
@@ -356,3 +507,25 @@ def test_dist_kvstore_types_fail_clearly_until_launched(monkeypatch):
     with pytest.raises(mx.MXNetError, match='needs a launched distributed job, but RANK, '
                                             'WORLD_SIZE, MASTER_ADDR, MASTER_PORT are not set'):
         mx.kv.create('dist_sync')
+
+
+def test_base_module_declares_the_whole_intermediate_api():
+    """The seed page lists these on BaseModule; a subclass that forgets one hears which."""
+    class Partial(mx.mod.BaseModule):
+        pass
+
+    mod = Partial()
+    calls = {'bind': lambda: mod.bind([('data', (1, 2))]), 'init_params': mod.init_params,
+             'get_params': mod.get_params, 'init_optimizer': mod.init_optimizer,
+             'forward': lambda: mod.forward(None), 'backward': mod.backward,
+             'update': mod.update, 'get_outputs': mod.get_outputs,
+             'get_input_grads': mod.get_input_grads,
+             'update_metric': lambda: mod.update_metric(mx.metric.Accuracy(), [])}
+    for name, call in calls.items():
+        with pytest.raises(NotImplementedError, match='Partial.%s: a subclass' % name):
+            call()
+    for name in ('fit', 'score', 'predict', 'iter_predict', 'forward_backward', 'set_params',
+                 'save_params', 'load_params', 'get_states', 'set_states', 'install_monitor',
+                 'prepare', 'symbol', 'data_names', 'output_names', 'data_shapes',
+                 'label_shapes', 'output_shapes'):
+        assert hasattr(mx.mod.BaseModule, name), name

@@ -15,6 +15,11 @@ from ..model import BatchEndParam, split_params
 from ..ndarray import NDArray, array as nd_array, concatenate, load as nd_load, save as nd_save
 
 
+class ModuleStateError(MXNetError, AssertionError):
+    """A module call made out of order (before bind, init_params or init_optimizer, or one the
+    binding does not allow).  MXNet asserts these, so it is an AssertionError too."""
+
+
 def as_list(obj):
     """A list of obj (callbacks and metrics may be given alone or as a list)."""
     if obj is None:
@@ -71,11 +76,11 @@ class BaseModule:
     # ---- preconditions ---------------------------------------------------------------------------
     def _require(self, binded=True, params=True, optimizer=False, what=''):
         if binded and not self.binded:
-            raise MXNetError('%s: call bind() first' % what)
+            raise ModuleStateError('%s: call bind() first' % what)
         if params and not self.params_initialized:
-            raise MXNetError('%s: call init_params() (or set_params) first' % what)
+            raise ModuleStateError('%s: call init_params() (or set_params) first' % what)
         if optimizer and not self.optimizer_initialized:
-            raise MXNetError('%s: call init_optimizer() first' % what)
+            raise ModuleStateError('%s: call init_optimizer() first' % what)
 
     # ---- high-level API ----------------------------------------------------------------------------
     def forward_backward(self, data_batch):
@@ -167,7 +172,8 @@ class BaseModule:
             begin_epoch=0, num_epoch=None, validation_metric=None, monitor=None,
             sparse_row_id_fn=None):
         """Train on train_data for epochs [begin_epoch, num_epoch), logging MXNet's lines."""
-        assert num_epoch is not None, 'please specify number of epochs'
+        if num_epoch is None:
+            raise ModuleStateError('fit: please specify number of epochs (num_epoch=None)')
         self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
                   for_training=True, force_rebind=force_rebind)
         if monitor is not None:
@@ -261,6 +267,54 @@ class BaseModule:
 
     def install_monitor(self, mon):
         raise NotImplementedError()
+
+    # ---- the intermediate API every concrete module implements ---------------------------------
+    def _abstract(self, what):
+        raise NotImplementedError('%s.%s: a subclass of BaseModule must implement it'
+                                  % (type(self).__name__, what))
+
+    def get_params(self):
+        """(arg_params, aux_params): the parameters as CPU NDArrays."""
+        self._abstract('get_params')
+
+    def init_params(self, initializer=Uniform(0.01), arg_params=None, aux_params=None,
+                    allow_missing=False, force_init=False, allow_extra=False):
+        """Initialize the parameters (from the dicts given, else with the initializer)."""
+        self._abstract('init_params')
+
+    def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
+             force_rebind=False, shared_module=None, grad_req='write'):
+        """Allocate the computation for the given input shapes."""
+        self._abstract('bind')
+
+    def init_optimizer(self, kvstore='local', optimizer='sgd',
+                       optimizer_params=(('learning_rate', 0.01),), force_init=False):
+        """Install an optimizer (and the kvstore that aggregates gradients)."""
+        self._abstract('init_optimizer')
+
+    def forward(self, data_batch, is_train=None):
+        """Compute the outputs for a batch."""
+        self._abstract('forward')
+
+    def backward(self, out_grads=None):
+        """Compute the gradients from the last forward."""
+        self._abstract('backward')
+
+    def update(self):
+        """Apply the optimizer to the gradients of the last backward."""
+        self._abstract('update')
+
+    def get_outputs(self, merge_multi_context=True):
+        """The outputs of the last forward."""
+        self._abstract('get_outputs')
+
+    def get_input_grads(self, merge_multi_context=True):
+        """The gradients of the inputs (bound with inputs_need_grad=True)."""
+        self._abstract('get_input_grads')
+
+    def update_metric(self, eval_metric, labels, pre_sliced=False):
+        """Feed the last outputs and the labels to an EvalMetric."""
+        self._abstract('update_metric')
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
         """Prepare for a batch; only meaningful for row-sparse parameters on a kvstore."""

@@ -2,9 +2,10 @@
 import logging
 from collections import OrderedDict
 
-from ..base import CODE_DTYPES
+from ..base import CODE_DTYPES, MXNetError
 from ..io import DataDesc
 from ..ndarray import NDArray, concatenate, invoke
+from .base_module import ModuleStateError
 
 
 def split_input_slice(batch_size, work_load_list):
@@ -115,10 +116,10 @@ class DataParallelExecutorGroup:
                 if self.batch_size is None:
                     self.batch_size = size
                     self.slices = split_input_slice(size, self.workload)
-                else:
-                    assert size == self.batch_size, ('all data must have the same batch size: '
-                                                     'batch_size = %d, but %s has shape %s'
-                                                     % (self.batch_size, desc.name, desc.shape))
+                elif size != self.batch_size:
+                    raise MXNetError('all data must have the same batch size: batch_size = %d, '
+                                     'but %s has shape %s'
+                                     % (self.batch_size, desc.name, desc.shape))
             axes.append(axis)
         return axes
 
@@ -172,7 +173,15 @@ class DataParallelExecutorGroup:
             return
         if self._default_execs is None:
             self._default_execs = list(self.execs)
-        self.bind_exec(data_shapes, label_shapes, reshape=True)
+        saved = (self.batch_size, self.slices, self.data_layouts, self.label_layouts,
+                 list(self.execs))
+        try:
+            self.bind_exec(data_shapes, label_shapes, reshape=True)
+        except BaseException:
+            # a failed reshape (shapes the network cannot take) keeps the executors it had
+            (self.batch_size, self.slices, self.data_layouts, self.label_layouts,
+             self.execs[:]) = saved
+            raise
 
     def _collect_arrays(self):
         execs = self.execs
@@ -214,7 +223,9 @@ class DataParallelExecutorGroup:
             e.forward(is_train=is_train)
 
     def backward(self, out_grads=None):
-        assert self.for_training, 're-bind with for_training=True to run backward'
+        if not self.for_training:
+            raise ModuleStateError('backward: the module is bound with for_training=False; '
+                                   're-bind with for_training=True to run backward')
         out_grads = [] if out_grads is None else out_grads
         for i, (e, part) in enumerate(zip(self.execs, self.slices)):
             sliced = []

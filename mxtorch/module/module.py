@@ -2,15 +2,18 @@
 import logging
 import warnings
 
+import numpy as np
+
 from .. import optimizer as opt
+from ..base import MXNetError
 from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
 from ..kvstore import KVStore, create as create_kvstore, worker_rank
 from ..model import load_checkpoint
-from ..ndarray import zeros
+from ..ndarray import NDArray, array as nd_array, zeros
 from ..ndarray.serialization import atomic_write
-from .base_module import BaseModule, check_input_names, parse_data_desc
+from .base_module import BaseModule, ModuleStateError, check_input_names, parse_data_desc
 from .executor_group import DataParallelExecutorGroup
 
 _LARGE_PARAM = 16 * 1024 * 1024      # a 'local' store updates larger parameters on the devices
@@ -50,8 +53,9 @@ class Module(BaseModule):
         super().__init__(logger=logger)
         self._context = [context] if isinstance(context, Context) else list(context)
         self._work_load_list = work_load_list or [1] * len(self._context)
-        assert len(self._work_load_list) == len(self._context), \
-            'work_load_list must have one entry per context'
+        if len(self._work_load_list) != len(self._context):
+            raise MXNetError('Module: work_load_list must have one entry per context: expected '
+                             '%d entries, given %r' % (len(self._context), self._work_load_list))
         self._group2ctxs = group2ctxs
         self._symbol = symbol
         self._data_names = list(data_names or [])
@@ -152,25 +156,43 @@ class Module(BaseModule):
             warnings.warn('Parameters already initialized and force_init=False. '
                           'init_params call ignored.', stacklevel=2)
             return
-        assert self.binded, 'call bind before initializing the parameters'
+        if not self.binded:
+            raise ModuleStateError('init_params: call bind() before initializing the parameters')
         attrs = self._symbol.attr_dict()
-
-        def fill(name, arr, given):
-            desc = InitDesc(name, attrs.get(name, None))
-            if given is None:
-                initializer(desc, arr)
-            elif name in given:
-                if given[name] is not arr:
-                    given[name].copyto(arr)
-            elif not allow_missing:
-                raise RuntimeError('%s is not presented' % name)
-            elif initializer is not None:
-                initializer(desc, arr)
-
-        for name, arr in sorted(self._arg_params.items()):
-            fill(name, arr, arg_params)
-        for name, arr in sorted(self._aux_params.items()):
-            fill(name, arr, aux_params)
+        # every check and every initializer runs on staged copies before a parameter changes,
+        # so a failed call leaves the module as it was
+        staged = []
+        for own, given, kind in ((self._arg_params, arg_params, 'arg_params'),
+                                 (self._aux_params, aux_params, 'aux_params')):
+            for name, arr in sorted(own.items()):
+                if given is not None and name in given:
+                    value = given[name]
+                    if value is arr:
+                        continue
+                    if isinstance(value, np.ndarray):
+                        value = nd_array(value, dtype=arr.dtype)
+                    elif not isinstance(value, NDArray):
+                        raise MXNetError('init_params: %s[%r] must be an NDArray, given %s'
+                                         % (kind, name, type(value).__name__))
+                    if tuple(value.shape) != tuple(arr.shape):
+                        raise MXNetError('init_params: %s[%r] has shape %s, expected %s'
+                                         % (kind, name, tuple(value.shape), tuple(arr.shape)))
+                    staged.append((arr, value))
+                    continue
+                if given is not None and not allow_missing:
+                    raise MXNetError('%s is not presented (init_params: %s lacks it; pass '
+                                     'allow_missing=True to initialize it instead)'
+                                     % (name, kind))
+                if initializer is None:
+                    if given is None:
+                        raise MXNetError('init_params: %s is None and no initializer was '
+                                         'given for %r' % (kind, name))
+                    continue
+                value = arr.copy()
+                initializer(InitDesc(name, attrs.get(name, None)), value)
+                staged.append((arr, value))
+        for arr, value in staged:
+            value.copyto(arr)
         self.params_initialized = True
         self._params_dirty = False
         self._exec_group.set_params(self._arg_params, self._aux_params, allow_extra=allow_extra)
@@ -205,29 +227,40 @@ class Module(BaseModule):
              force_rebind=False, shared_module=None, grad_req='write'):
         """Create the executors for the given input shapes."""
         if force_rebind:
+            if self.binded and self._params_dirty:      # keep what training did on the devices
+                self._sync_params_from_devices()
             self._reset_bind()
         if self.binded:
             self.logger.warning('Already bound, ignoring bind()')
             return
-        self.for_training = for_training
-        self.inputs_need_grad = inputs_need_grad
-        self._grad_req = grad_req
-        if not for_training:
-            assert not inputs_need_grad, 'inputs_need_grad needs for_training=True'
-        self._data_shapes, self._label_shapes = parse_data_desc(
+        # everything is checked and built before the module changes: a failed bind leaves it
+        # unbound as it was
+        if not for_training and inputs_need_grad:
+            raise ModuleStateError('bind: inputs_need_grad=True needs for_training=True')
+        data_shapes, label_shapes = parse_data_desc(
             self._data_names, self._label_names, data_shapes, label_shapes)
         shared_group = None
         if shared_module is not None:
-            assert isinstance(shared_module, Module) and shared_module.binded and \
-                shared_module.params_initialized, \
-                'shared_module must be a bound Module with initialized parameters'
+            if not (isinstance(shared_module, Module) and shared_module.binded and
+                    shared_module.params_initialized):
+                raise ModuleStateError('bind: shared_module must be a bound Module with '
+                                       'initialized parameters, given %r' % (shared_module,))
             shared_group = shared_module._exec_group
-            assert len(shared_group.execs) >= len(self._context)
-        self._exec_group = DataParallelExecutorGroup(
-            self._symbol, self._context, self._work_load_list, self._data_shapes,
-            self._label_shapes, self._param_names, for_training, inputs_need_grad, shared_group,
+            if len(shared_group.execs) < len(self._context):
+                raise MXNetError('bind: shared_module runs on %d contexts, this module on %d'
+                                 % (len(shared_group.execs), len(self._context)))
+        group = DataParallelExecutorGroup(
+            self._symbol, self._context, self._work_load_list, data_shapes,
+            label_shapes, self._param_names, for_training, inputs_need_grad, shared_group,
             logger=self.logger, fixed_param_names=self._fixed_param_names, grad_req=grad_req,
             group2ctxs=self._group2ctxs, state_names=self._state_names)
+        if shared_module is None and self.params_initialized:
+            group.set_params(self._arg_params, self._aux_params)
+        self.for_training = for_training
+        self.inputs_need_grad = inputs_need_grad
+        self._grad_req = grad_req
+        self._data_shapes, self._label_shapes = data_shapes, label_shapes
+        self._exec_group = group
         self._total_exec_bytes = self._exec_group._total_exec_bytes
         if shared_module is not None:
             self.params_initialized = True
@@ -235,7 +268,7 @@ class Module(BaseModule):
             self._aux_params = shared_module._aux_params
             self._adopt_new_params()
         elif self.params_initialized:
-            self._exec_group.set_params(self._arg_params, self._aux_params)
+            pass                          # loaded (Module.load) or kept from before a rebind
         else:
             assert self._arg_params is None and self._aux_params is None
             self._arg_params = {name: zeros(block[0].shape, dtype=block[0].dtype)
@@ -261,9 +294,10 @@ class Module(BaseModule):
     def reshape(self, data_shapes, label_shapes=None):
         """Reshape the executors for new input shapes (parameters stay shared)."""
         self._require(params=False, what='reshape')
-        self._data_shapes, self._label_shapes = parse_data_desc(
+        data_shapes, label_shapes = parse_data_desc(
             self._data_names, self._label_names, data_shapes, label_shapes)
-        self._exec_group.reshape(self._data_shapes, self._label_shapes)
+        self._exec_group.reshape(data_shapes, label_shapes)
+        self._data_shapes, self._label_shapes = data_shapes, label_shapes
 
     # ---- optimizer -------------------------------------------------------------------------------
     def init_optimizer(self, kvstore='local', optimizer='sgd',
@@ -321,7 +355,9 @@ class Module(BaseModule):
 
     def borrow_optimizer(self, shared_module):
         """Use the optimizer, kvstore and updater of another (initialised) module."""
-        assert shared_module.optimizer_initialized
+        if not shared_module.optimizer_initialized:
+            raise ModuleStateError('borrow_optimizer: the shared module has no optimizer; call '
+                                   'its init_optimizer() first')
         self._optimizer = shared_module._optimizer
         self._kvstore = shared_module._kvstore
         self._update_on_kvstore = shared_module._update_on_kvstore
@@ -351,14 +387,14 @@ class Module(BaseModule):
                 self._kvstore.init(name, self._arg_params[name])
 
     def save_optimizer_states(self, fname):
-        assert self.optimizer_initialized, 'call init_optimizer first'
+        self._require(optimizer=True, what='save_optimizer_states')
         if self._update_on_kvstore:
             self._kvstore.save_optimizer_states(fname)
         else:
             atomic_write(fname, self._updater.get_states())
 
     def load_optimizer_states(self, fname):
-        assert self.optimizer_initialized, 'call init_optimizer first'
+        self._require(optimizer=True, what='load_optimizer_states')
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
         else:
@@ -429,7 +465,9 @@ class Module(BaseModule):
 
     def get_input_grads(self, merge_multi_context=True):
         self._require(what='get_input_grads')
-        assert self.inputs_need_grad, 'bind with inputs_need_grad=True to get input gradients'
+        if not self.inputs_need_grad:
+            raise ModuleStateError('get_input_grads: bind with inputs_need_grad=True to get '
+                                   'input gradients')
         return self._exec_group.get_input_grads(merge_multi_context=merge_multi_context)
 
     def get_states(self, merge_multi_context=True):
@@ -441,6 +479,7 @@ class Module(BaseModule):
         self._exec_group.set_states(states, value)
 
     def update_metric(self, eval_metric, labels, pre_sliced=False):
+        self._require(params=False, what='update_metric')
         self._exec_group.update_metric(eval_metric, labels, pre_sliced)
 
     def install_monitor(self, mon):
