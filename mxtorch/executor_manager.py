@@ -171,15 +171,18 @@ class DataParallelExecutorManager:
         self.execgrp = DataParallelExecutorGroup(symbol, arg_names, param_names, ctx,
                                                  self.slices, train_data)
         self.curr_execgrp = None
+        self._monitor = None
         if sym_gen is not None:
             self.execgrp_bucket = {train_data.default_bucket_key: self.execgrp}
 
     def install_monitor(self, monitor):
-        """monitor.install on every executor of the default group."""
-        if self.sym_gen is not None:
-            raise NotImplementedError('Monitoring is not implemented for bucketing')
-        for texec in self.execgrp.train_execs:
-            monitor.install(texec)
+        """monitor.install on every executor: of the default group, and with sym_gen of every
+        bucket's group, including the groups that later batches bind."""
+        self._monitor = monitor
+        groups = [self.execgrp] if self.sym_gen is None else list(self.execgrp_bucket.values())
+        for group in groups:
+            for texec in group.train_execs:
+                monitor.install(texec)
 
     def set_params(self, arg_params, aux_params):
         """Copy the given parameters (dicts of name to NDArray) into every executor."""
@@ -220,6 +223,9 @@ class DataParallelExecutorManager:
                 self.execgrp_bucket[key] = DataParallelExecutorGroup(
                     self.sym_gen(key), self.arg_names, self.param_names, self.ctx, self.slices,
                     data_batch, shared_group=self.execgrp)
+                if self._monitor is not None:
+                    for texec in self.execgrp_bucket[key].train_execs:
+                        self._monitor.install(texec)
             self.curr_execgrp = self.execgrp_bucket[key]
         self.curr_execgrp.load_data_batch(data_batch)
 

@@ -237,8 +237,6 @@ def test_bucketing_shares_parameters(caplog):
     manager = _manager(_bucket_sym(5), [mx.cpu(0), mx.cpu(1)], _BucketIter(),
                        sym_gen=_bucket_sym)
     manager.set_params({'fc_weight': mx.nd.array(weight), 'fc_bias': mx.nd.zeros(3)}, {})
-    with pytest.raises(NotImplementedError, match='Monitoring is not implemented for bucketing'):
-        manager.install_monitor(object())
 
     for length in (5, 3, 7, 3):
         batch = _bucket_batch(length, rng)
@@ -282,3 +280,30 @@ def test_install_monitor_without_bucketing():
     monitor = Recorder()
     manager.install_monitor(monitor)
     assert monitor.executors == manager.execgrp.train_execs
+
+
+def test_install_monitor_with_bucketing():
+    """The monitor watches every bucket's executors, those bound after install_monitor too,
+    and reports the statistics of the bucket that ran."""
+    rng = np.random.RandomState(4)
+    manager = _manager(_bucket_sym(5), [mx.cpu(0), mx.cpu(1)], _BucketIter(),
+                       sym_gen=_bucket_sym)
+    weight = rng.randn(3, 2).astype('float32')
+    manager.set_params({'fc_weight': mx.nd.array(weight), 'fc_bias': mx.nd.zeros(3)}, {})
+    manager.load_data_batch(_bucket_batch(3, rng))          # a bucket bound before install
+    monitor = mx.mon.Monitor(1, pattern='fc_output|data')
+    manager.install_monitor(monitor)
+    installed = manager.execgrp.train_execs + manager.execgrp_bucket[3].train_execs
+    assert monitor.exes == installed
+    batch = _bucket_batch(7, rng)                           # bound after install
+    manager.load_data_batch(batch)
+    assert monitor.exes == installed + manager.execgrp_bucket[7].train_execs
+    monitor.tic()
+    manager.forward(is_train=False)
+    outputs = [(name, float(text.split()[0])) for _, name, text in monitor.toc()
+               if name == 'fc_output']
+    assert len(outputs) == 2                                # the two devices of bucket 7
+    pooled = batch.data[0].asnumpy().mean(axis=1)
+    fc = pooled @ weight.T
+    expected = [np.sqrt(np.mean(fc[:2] ** 2)), np.sqrt(np.mean(fc[2:] ** 2))]
+    np.testing.assert_allclose([v for _, v in outputs], expected, rtol=1e-5)

@@ -131,8 +131,7 @@ def test_python_loss_module_basics():
         loss.backward(out_grads=[grad])
     with pytest.raises(AssertionError, match='merge_multi_context'):
         loss.get_outputs(merge_multi_context=False)
-    with pytest.raises(NotImplementedError):
-        loss.install_monitor(object())
+    loss.install_monitor(mx.mon.Monitor(1))      # no executors: nothing to watch
 
 
 def test_python_loss_module_constructor_checks():
@@ -144,17 +143,66 @@ def test_python_loss_module_constructor_checks():
         mx.mod.PythonLossModule(grad_func=3)
 
 
-def test_python_loss_module_without_grad_func_raises():
-    # MXNet's contract: no default gradient, backward raises NotImplementedError
+def test_python_loss_module_default_gradient_is_softmax_cross_entropy():
+    # MXNet raised NotImplementedError without grad_func; mxtorch defaults to the softmax
+    # cross-entropy gradient, softmax(scores) - one_hot(labels), per sample
     loss = mx.mod.PythonLossModule()
     loss.bind([('data', (BATCH, CLASSES))], [('softmax_label', (BATCH,))])
-    loss.forward(mx.io.DataBatch([mx.nd.ones((BATCH, CLASSES))], [mx.nd.zeros((BATCH,))]))
-    with pytest.raises(NotImplementedError, match='grad_func'):
+    scores = mx.nd.array(np.arange(12).reshape(BATCH, CLASSES) / 4.0 - 1.0)
+    labels = mx.nd.array([2, 0, 1, 2])
+    loss.forward(mx.io.DataBatch([scores], [labels]))
+    loss.backward()
+    np.testing.assert_allclose(loss.get_input_grads()[0].asnumpy(),
+                               softmax_ce_grad(scores, labels), rtol=1e-5, atol=1e-7)
+    # (N, C, K) scores are flattened per sample like SoftmaxOutput's default
+    cube = mx.mod.PythonLossModule()
+    cube.bind([('data', (2, 3, 2))], [('softmax_label', (2,))])
+    scores = mx.nd.array(np.linspace(-1, 1, 12).reshape(2, 3, 2))
+    cube.forward(mx.io.DataBatch([scores], [mx.nd.array([5, 1])]))
+    cube.backward()
+    expected = softmax_ce_grad(scores.reshape((2, 6)), mx.nd.array([5, 1])).reshape(2, 3, 2)
+    np.testing.assert_allclose(cube.get_input_grads()[0].asnumpy(), expected, rtol=1e-5,
+                               atol=1e-7)
+
+    loss.forward(mx.io.DataBatch([scores.reshape((4, 3))], [mx.nd.array([0, 3, 1, 1])]))
+    with pytest.raises(mx.MXNetError, match=r'class indices in \[0, 3\), given 3'):
+        loss.backward()
+    loss.forward(mx.io.DataBatch([scores.reshape((4, 3))], [mx.nd.array([0, 1])]))
+    with pytest.raises(mx.MXNetError, match=r'expected 4 labels .* given shape \(2,\)'):
         loss.backward()
     inference = mx.mod.PythonLossModule()
     inference.bind([('data', (BATCH, CLASSES))], for_training=False)
     with pytest.raises(AssertionError, match='for_training'):
         inference.backward()
+
+
+def test_python_loss_stage_default_gradient_trains_like_softmax_output():
+    x, y = _data(12)
+    results = []
+    for mod in (mx.mod.Module(mx.sym.SoftmaxOutput(_fc(), name='softmax')),
+                _python_loss_chain(grad_func=None)):
+        mod.fit(mx.io.NDArrayIter(x, y, batch_size=BATCH), num_epoch=2,
+                arg_params=_fc_params(), optimizer_params=(('learning_rate', 0.5),))
+        results.append({k: v.asnumpy() for k, v in mod.get_params()[0].items()})
+    for name, value in results[0].items():
+        np.testing.assert_allclose(results[1][name], value, rtol=1e-5, atol=1e-6)
+
+
+def test_sequential_module_with_python_stage_installs_monitor_on_the_executors():
+    seq = _python_loss_chain()
+    seq.bind([('data', (BATCH, IN))], [('softmax_label', (BATCH,))])
+    seq.init_params(arg_params=_fc_params())
+    monitor = mx.mon.Monitor(1, pattern='fc_output')
+    seq.install_monitor(monitor)
+    assert monitor.exes == seq._modules[0]._exec_group.execs
+    x, y = _data(BATCH)
+    monitor.tic()
+    seq.forward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)]), is_train=False)
+    (_, name, text), = monitor.toc()
+    params = _fc_params()
+    fc = x @ params['fc_weight'].asnumpy().T + params['fc_bias'].asnumpy()
+    assert name == 'fc_output'
+    np.testing.assert_allclose(float(text.split()[0]), np.sqrt(np.mean(fc ** 2)), rtol=1e-5)
 
 
 def test_python_loss_stage_matches_softmax_output():

@@ -523,3 +523,80 @@ def test_bucket_sentence_iter_pads_shifts_and_groups(layout, capsys):
 def test_bucket_sentence_iter_rejects_bad_layouts():
     with pytest.raises(MXNetError, match="layout must be 'NT'"):
         mx.rnn.BucketSentenceIter([[1, 2]], 1, layout='TC')
+
+
+# ---- convolutional cells ------------------------------------------------------------------------
+_CONV_SPEC = importlib.util.spec_from_file_location('gen_conv_rnn', FIXTURES / 'gen_conv_rnn.py')
+CONV_GEN = importlib.util.module_from_spec(_CONV_SPEC)
+_CONV_SPEC.loader.exec_module(CONV_GEN)
+CONV_FIXTURE = np.load(FIXTURES / 'conv_rnn.npz')
+
+
+@pytest.mark.parametrize('case', sorted(CONV_GEN.CASES))
+def test_conv_cells_match_mxnet(case):
+    """Graph JSON, outputs and gradients of unrolled ConvRNN/ConvLSTM/ConvGRU cells against
+    MXNet 1.9.1 (tests/fixtures/conv_rnn.npz, made by gen_conv_rnn.py)."""
+    with mx.name.NameManager():
+        sym = CONV_GEN.CASES[case][0](mx)
+    assert sym.tojson() == str(CONV_FIXTURE['%s.json' % case])
+    args = {name: mx.nd.array(CONV_FIXTURE['%s.arg.%s' % (case, name)])
+            for name in sym.list_arguments()}
+    grads = {name: mx.nd.zeros(value.shape) for name, value in args.items()}
+    exe = sym.bind(mx.cpu(), args, args_grad=grads)
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.array(CONV_FIXTURE['%s.head%d' % (case, k)])
+                  for k in range(len(exe.outputs))])
+    for k, out in enumerate(exe.outputs):
+        np.testing.assert_allclose(out.asnumpy(), CONV_FIXTURE['%s.out%d' % (case, k)],
+                                   rtol=1e-5, atol=1e-6)
+    for name in args:
+        np.testing.assert_allclose(grads[name].asnumpy(),
+                                   CONV_FIXTURE['%s.grad.%s' % (case, name)], rtol=1e-4,
+                                   atol=1e-5, err_msg=name)
+
+
+def test_conv_cell_states_weights_and_errors():
+    cell = mx.rnn.ConvLSTMCell((1, 3, 8, 8), 4, i2h_stride=(2, 2), prefix='c_')
+    assert cell.state_info == [{'shape': (0, 4, 4, 4), '__layout__': 'NCHW'}] * 2
+    assert [s.name for s in cell.begin_state()] == ['c_begin_state_0', 'c_begin_state_1']
+    assert cell.params._params['c_i2h_bias'].attr('__init__') == 'zeros'
+    rng = np.random.RandomState(0)
+    packed = {'c_i2h_weight': rng.randn(16, 3, 3, 3), 'c_i2h_bias': rng.randn(16),
+              'c_h2h_weight': rng.randn(16, 4, 3, 3), 'c_h2h_bias': rng.randn(16)}
+    unpacked = cell.unpack_weights({k: mx.nd.array(v) for k, v in packed.items()})
+    np.testing.assert_allclose(unpacked['c_i2h_f_weight'].asnumpy(),
+                               packed['c_i2h_weight'][4:8], rtol=1e-6)
+    repacked = cell.pack_weights(unpacked)
+    for name, value in packed.items():
+        np.testing.assert_allclose(repacked[name].asnumpy(), value, rtol=1e-6)
+    gru = mx.rnn.ConvGRUCell((1, 3, 8, 8), 4)
+    assert [s['shape'] for s in gru.state_info] == [(0, 4, 8, 8)]
+    assert sorted(gru.params._params) == ['ConvGRU_h2h_bias', 'ConvGRU_h2h_weight',
+                                          'ConvGRU_i2h_bias', 'ConvGRU_i2h_weight']
+    with pytest.raises(MXNetError, match=r'h2h_kernel must be odd .* given \(2, 3\)'):
+        mx.rnn.ConvRNNCell((1, 3, 8, 8), 4, h2h_kernel=(2, 3))
+    with pytest.raises(MXNetError, match=r'h2h_dilate must be a pair of ints, given 2'):
+        mx.rnn.ConvRNNCell((1, 3, 8, 8), 4, h2h_dilate=2)
+
+
+def test_rnn_unroll_is_the_deprecated_spelling_of_unroll():
+    cell = mx.rnn.RNNCell(3, prefix='r_')
+    with pytest.warns(UserWarning, match='rnn_unroll is deprecated'):
+        outputs, states = mx.rnn.rnn_unroll(cell, 2, input_prefix='in_')
+    assert mx.sym.Group(outputs).list_arguments()[:2] == ['in_t0_data', 'r_i2h_weight']
+    assert [o.name for o in outputs] == ['r_t0_out', 'r_t1_out'] and states == [outputs[-1]]
+
+
+@pytest.mark.parametrize('kwargs, data, out, expected', [
+    (dict(kernel=(3, 3), dilate=(1, 2)), (0, 3, 0, 0), (2, 4, 5, 6), (2, 3, 7, 10)),
+    (dict(kernel=(3, 3), pad=(1, 0)), (0, 3, 0, 0), (2, 4, 5, 6), (2, 3, 5, 8)),
+    (dict(kernel=(3,), pad=(0,)), (0, 3, 0), (2, 4, 7), (2, 3, 9)),
+    (dict(kernel=(1, 1), layout='NHWC'), (0, 0, 0, 3), (2, 5, 6, 4), (2, 5, 6, 3)),
+    (dict(kernel=(3, 3), stride=(2, 1)), (0, 3, 0, 0), (2, 4, 5, 6), (0, 3, 0, 0))])
+def test_convolution_infers_its_data_shape_from_its_output(kwargs, data, out, expected):
+    """What a zero-batch begin state of a conv cell relies on; MXNet 1.9.1's results: the batch
+    and spatial sizes come back from the output when every stride is 1."""
+    conv = mx.sym.Convolution(mx.sym.Variable('d', shape=data), num_filter=4, name='c',
+                              **kwargs)
+    shapes = (conv + mx.sym.Variable('y')).infer_shape_partial(y=out)[0]
+    assert shapes[0] == expected

@@ -3,6 +3,7 @@ gradients, the optimizer and one pool of data and output memory with the default
 import logging
 import warnings
 
+from ..base import MXNetError
 from ..context import cpu
 from ..initializer import InitDesc, Uniform
 from ..model import load_params
@@ -10,6 +11,7 @@ from ..name import NameManager
 from ..ndarray import array as nd_array, load as nd_load, save as nd_save
 from ..symbol import load as load_symbol
 from .base_module import BaseModule, check_input_names
+from .executor_group import _average_into
 from .module import Module
 
 
@@ -47,6 +49,7 @@ class BucketingModule(BaseModule):
         self._grad_req = None
         self._initializer = None
         self._loaded_params = None        # (arg, aux) from load/load_dict, set at bind
+        self._pending = ({}, {})          # values for parameters of buckets not bound yet
 
     def _call_sym_gen(self, key):
         with NameManager():            # fresh names per bucket, so parameter names agree
@@ -58,6 +61,7 @@ class BucketingModule(BaseModule):
 
     def _reset_bind(self):
         self.binded = False
+        self._pending = ({}, {})
         self._buckets = {}
         self._curr_module = None
         self._curr_bucket_key = None
@@ -100,12 +104,73 @@ class BucketingModule(BaseModule):
         return self._curr_module.symbol
 
     # ---- parameters --------------------------------------------------------------------------------
+    # All buckets share one pair of parameter dicts and (through shared executors) one array per
+    # parameter, so the current bucket's Module reads and writes nearly everything. The rest --
+    # parameters that only other buckets use -- are synced here; values given for parameters of
+    # buckets not bound yet wait in self._pending until their bucket appears.
+    def _bucket_only_names(self, module):
+        """(arg, aux) names of `module`'s executors that the current bucket does not have."""
+        curr = self._curr_module._exec_group
+        group = module._exec_group
+        return ([n for n in group.param_names if n not in curr.param_names],
+                [n for n in group.aux_names if n not in curr.aux_names])
+
+    def _sync_other_buckets(self, arg_params, aux_params):
+        """Read bucket-only parameters from their executors into the shared dicts."""
+        done = set()
+        for module in self._buckets.values():
+            if module is self._curr_module:
+                continue
+            group = module._exec_group
+            args, auxs = self._bucket_only_names(module)
+            for names, all_names, blocks, target in (
+                    (args, group.param_names, group.param_arrays, arg_params),
+                    (auxs, group.aux_names, group.aux_arrays, aux_params)):
+                for name, block in zip(all_names, blocks):
+                    if name in names and name not in done:
+                        _average_into(block, target[name])
+                        done.add(name)
+
+    def _push_to_other_buckets(self, arg_params, aux_params):
+        """Copy the given values of bucket-only parameters into those buckets' executors."""
+        for module in self._buckets.values():
+            if module is self._curr_module:
+                continue
+            args, auxs = self._bucket_only_names(module)
+            args = {n: arg_params[n] for n in args if arg_params and n in arg_params}
+            auxs = {n: aux_params[n] for n in auxs if aux_params and n in aux_params}
+            if args or auxs:
+                module._exec_group.set_params(args, auxs, allow_extra=True)
+
+    def _keep_unbound(self, arg_params, aux_params, allow_extra, caller):
+        """Remember values of parameters no bound bucket has (for buckets bound later). Without
+        allow_extra such a name is an error (as Module.set_params(allow_missing=True) has it;
+        init_params ignores names it does not use, so it passes allow_extra=True)."""
+        bound_args, bound_auxs = set(), set()
+        for module in self._buckets.values():
+            bound_args.update(module._exec_group.param_names)
+            bound_auxs.update(module._exec_group.aux_names)
+        for given, bound, pending, kind in ((arg_params, bound_args, self._pending[0], 'arg'),
+                                            (aux_params, bound_auxs, self._pending[1], 'aux')):
+            unknown = sorted(set(given or {}) - bound)
+            if unknown and not allow_extra:
+                raise MXNetError('%s: %s_params has %s, which no bound bucket (keys %s) uses; '
+                                 'pass allow_extra=True to keep such values for buckets bound '
+                                 'later' % (caller, kind, unknown, sorted(self._buckets)))
+            pending.update((name, given[name]) for name in unknown)
+
     def get_params(self):
+        """(arg_params, aux_params) of every bucket bound so far, plus values given for
+        buckets not bound yet."""
         self._require(what='get_params')
         self._curr_module._params_dirty = self._params_dirty
-        params = self._curr_module.get_params()
+        arg_params, aux_params = self._curr_module.get_params()
+        self._sync_other_buckets(arg_params, aux_params)
         self._params_dirty = False
-        return params
+        if self._pending[0] or self._pending[1]:          # copies: the shared dicts stay as
+            arg_params = dict(self._pending[0], **arg_params)          # the buckets have them
+            aux_params = dict(self._pending[1], **aux_params)
+        return arg_params, aux_params
 
     def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,
                    allow_extra=False):
@@ -118,8 +183,14 @@ class BucketingModule(BaseModule):
             warnings.warn('Parameters already initialized and force_init=False. '
                           'set_params call ignored.', stacklevel=2)
             return
-        self._curr_module.set_params(arg_params, aux_params, allow_missing=True,
-                                     force_init=force_init, allow_extra=allow_extra)
+        self._require(params=False, what='set_params')
+        self._keep_unbound(arg_params, aux_params, allow_extra, 'set_params')
+        curr = self._curr_module._exec_group
+        self._curr_module.set_params(
+            {n: v for n, v in (arg_params or {}).items() if n in curr.param_names},
+            {n: v for n, v in (aux_params or {}).items() if n in curr.aux_names},
+            allow_missing=True, force_init=force_init, allow_extra=False)
+        self._push_to_other_buckets(arg_params, aux_params)
         self._params_dirty = True
         self.params_initialized = True
 
@@ -128,9 +199,15 @@ class BucketingModule(BaseModule):
         if self.params_initialized and not force_init:
             return
         assert self.binded, 'call bind before initializing the parameters'
+        self._keep_unbound(arg_params, aux_params, True, 'init_params')
+        # the shared dicts hold the parameters of every bound bucket: the current Module
+        # initialises them all and loads its own executors; the other buckets' own parameters
+        # are pushed to their executors here
         self._curr_module.init_params(initializer=initializer, arg_params=arg_params,
                                       aux_params=aux_params, allow_missing=allow_missing,
-                                      force_init=force_init, allow_extra=allow_extra)
+                                      force_init=force_init, allow_extra=True)
+        self._push_to_other_buckets(self._curr_module._arg_params,
+                                    self._curr_module._aux_params)
         self._initializer = initializer
         self._params_dirty = False
         self.params_initialized = True
@@ -168,35 +245,65 @@ class BucketingModule(BaseModule):
         self._buckets[self._default_bucket_key] = module
         self.binded = True
         if params is not None:
-            self.set_params(*params)
+            self.set_params(*params, allow_extra=True)     # those of other buckets wait
 
     def switch_bucket(self, bucket_key, data_shapes, label_shapes=None):
         """Make `bucket_key` current, binding its module (sharing the default's) on first use."""
         self._require(params=False, what='switch_bucket')
+        if bucket_key is None:
+            raise MXNetError('BucketingModule: bucket_key must be a bucket key (e.g. a sequence '
+                             'length), given None; batches need their bucket_key set, as '
+                             'mx.rnn.BucketSentenceIter does')
         if bucket_key not in self._buckets:
+            if data_shapes is None:
+                raise MXNetError('BucketingModule: bucket %r is not bound yet, so its '
+                                 'data_shapes (the batch\'s provide_data) are needed, given '
+                                 'None' % (bucket_key,))
             default = self._buckets[self._default_bucket_key]
             module = self._new_module(bucket_key)
             known = set(default._arg_params or {}) | set(default._aux_params or {})
-            module.bind(data_shapes, label_shapes, self._curr_module.for_training,
-                        self._curr_module.inputs_need_grad, force_rebind=False,
-                        shared_module=default, grad_req=self._grad_req)
-            self._init_new_params(module, known)
+            # bind without taking the optimizer, so that parameters new in this bucket have
+            # their values before borrow_optimizer hands them to the kvstore
+            has_optimizer = default.optimizer_initialized
+            default.optimizer_initialized = False
+            try:
+                module.bind(data_shapes, label_shapes, self._curr_module.for_training,
+                            self._curr_module.inputs_need_grad, force_rebind=False,
+                            shared_module=default, grad_req=self._grad_req)
+            finally:
+                default.optimizer_initialized = has_optimizer
+            self._init_new_params(module, known, bucket_key)
+            if has_optimizer:
+                module.borrow_optimizer(default)
             if self._monitor is not None:
                 module.install_monitor(self._monitor)
             self._buckets[bucket_key] = module
         self._curr_module = self._buckets[bucket_key]
         self._curr_bucket_key = bucket_key
 
-    def _init_new_params(self, module, known):
-        """Initialise parameters that appear in this bucket only (MXNet left them unset)."""
+    def _init_new_params(self, module, known, bucket_key):
+        """Set parameters that appear in this bucket only (MXNet left them unset): to values
+        given earlier by set_params/init_params/load when there are some, else with the
+        initializer of init_params."""
         new = [n for n in list(module._arg_params) + list(module._aux_params) if n not in known]
         if not new or not self.params_initialized:
             return
         initializer = self._initializer or Uniform(0.01)
         attrs = module.symbol.attr_dict()
         for name in new:
-            table = module._arg_params if name in module._arg_params else module._aux_params
-            initializer(InitDesc(name, attrs.get(name)), table[name])
+            table, pending = ((module._arg_params, self._pending[0])
+                              if name in module._arg_params
+                              else (module._aux_params, self._pending[1]))
+            if name in pending:
+                given = pending.pop(name)
+                if tuple(given.shape) != tuple(table[name].shape):
+                    raise MXNetError('BucketingModule: the value given for %r has shape %s, '
+                                     'bucket %r expects %s' % (name, tuple(given.shape),
+                                                              bucket_key,
+                                                              tuple(table[name].shape)))
+                given.copyto(table[name])
+            else:
+                initializer(InitDesc(name, attrs.get(name)), table[name])
         module._exec_group.set_params({n: module._arg_params[n] for n in new
                                        if n in module._arg_params},
                                       {n: module._aux_params[n] for n in new

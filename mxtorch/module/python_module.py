@@ -2,8 +2,11 @@
 PythonLossModule, a loss stage (typically last in a SequentialModule) with a Python gradient."""
 import logging
 
+import numpy as np
+
+from ..base import MXNetError
 from ..initializer import Uniform
-from ..ndarray import NDArray, array as nd_array
+from ..ndarray import NDArray, array as nd_array, one_hot, softmax
 from .base_module import BaseModule
 
 
@@ -93,10 +96,41 @@ class PythonModule(BaseModule):
         raise NotImplementedError('%s must implement _compute_output_shapes()'
                                   % type(self).__name__)
 
+    def install_monitor(self, mon):
+        """A Python module has no executors, so there is nothing to install the monitor on (a
+        SequentialModule with a Python stage installs it on its other modules)."""
+
+
+def softmax_cross_entropy_grad(scores, labels):
+    """The default gradient of PythonLossModule: d/dscores of the softmax cross-entropy,
+    softmax(scores) - one_hot(labels), per sample (not divided by the batch size, like
+    SoftmaxOutput's default). scores (N, C) or (N, C, ...) flattened to (N, C * ...); labels
+    hold N class indices."""
+    if labels is None:
+        raise MXNetError('PythonLossModule: backward needs the labels of a training forward '
+                         '(forward with is_train=True and a batch with labels)')
+    batch = scores.shape[0]
+    flat = scores.reshape((batch, -1))
+    classes = flat.shape[1]
+    if labels.size != batch:
+        raise MXNetError('PythonLossModule: labels must hold one class index per sample: '
+                         'expected %d labels for scores of shape %s, given shape %s'
+                         % (batch, scores.shape, labels.shape))
+    indices = labels.reshape((batch,)).asnumpy()
+    bad = (indices < 0) | (indices >= classes) | (indices != np.floor(indices))
+    if bad.any():
+        raise MXNetError('PythonLossModule: labels must be class indices in [0, %d), given %r'
+                         % (classes, indices[bad][0].item()))
+    grad = softmax(flat, axis=-1) - one_hot(labels.reshape((batch,)), depth=classes,
+                                            dtype=flat.dtype)
+    return grad.reshape(scores.shape)
+
 
 class PythonLossModule(PythonModule):
     """A loss stage: its output `<name>_output` is its input (the scores) unchanged, and its
-    input gradient is grad_func(scores, labels), a numpy array or NDArray."""
+    input gradient is grad_func(scores, labels), a numpy array or NDArray. Without grad_func
+    the gradient is that of the softmax cross-entropy, softmax(scores) - one_hot(labels)
+    (softmax_cross_entropy_grad; MXNet raised NotImplementedError instead)."""
 
     def __init__(self, name='pyloss', data_names=('data',), label_names=('softmax_label',),
                  logger=logging, grad_func=None):
@@ -129,19 +163,15 @@ class PythonLossModule(PythonModule):
         return [self._scores]
 
     def backward(self, out_grads=None):
-        """Gradient of the loss with respect to the scores, from grad_func."""
+        """Gradient of the loss with respect to the scores: grad_func(scores, labels), by
+        default softmax_cross_entropy_grad."""
         assert out_grads is None, 'For a loss module, out_grads should be None'
         assert self.for_training, 're-bind with for_training=True to run backward'
-        if self._grad_func is None:
-            raise NotImplementedError('PythonLossModule %r has no grad_func to compute the '
-                                      'gradient of its scores' % self._name)
-        grad = self._grad_func(self._scores, self._labels)
+        grad_func = self._grad_func or softmax_cross_entropy_grad
+        grad = grad_func(self._scores, self._labels)
         self._scores_grad = grad if isinstance(grad, NDArray) else nd_array(grad)
 
     def get_input_grads(self, merge_multi_context=True):
         assert merge_multi_context, \
             'PythonLossModule runs on one context: merge_multi_context must be True'
         return [self._scores_grad]
-
-    def install_monitor(self, mon):
-        raise NotImplementedError('PythonLossModule has no executors to monitor')

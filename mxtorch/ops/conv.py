@@ -164,9 +164,26 @@ def _convolution(p, data, weight, bias=None):
     return out.movedim(1, -1) if channel_last else out
 
 
+def _convolution_backfill(p, data, out):
+    """Channel-first data with what the known output tells, as MXNet 1.9.1 infers it: with
+    every stride 1, the batch size and the spatial sizes (out + dilated kernel - 1 - 2 pad);
+    with another stride, nothing."""
+    kernel, stride, dilate, pad = _conv_geometry('Convolution', p, len(data))
+    if any(s != 1 for s in stride):
+        return tuple(data)
+    filled = [data[0] or out[0], data[1]]
+    for x, y, k, d, pd in zip(data[2:], out[2:], kernel, dilate, pad):
+        filled.append(x or (y + d * (k - 1) - 2 * pd if y else 0))
+    return tuple(filled)
+
+
 def _convolution_shape(p, ins, outs):
     if ins[0] is None:
         return ins, outs
+    if outs[0] is not None and not known(ins[0]) and len(outs[0]) == len(ins[0]):
+        ins = [_channel_last_if(_convolution_backfill(
+            p, _channel_first(ins[0], p.layout), _channel_first(outs[0], p.layout)),
+            p.layout)] + list(ins[1:])
     weight, out = _conv_shapes(p, _channel_first(ins[0], p.layout))[4:]
     new = [ins[0], merge(ins[1], weight)]
     if not p.no_bias:

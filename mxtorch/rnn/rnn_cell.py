@@ -8,6 +8,7 @@ from the current NameManager, so a graph is only identical to MXNet's when the o
 created in the same order -- which is why the step functions below compose their expressions
 in a fixed order.
 """
+import functools
 import warnings
 
 from .. import ndarray as nd
@@ -68,11 +69,13 @@ def _format_sequence(length, inputs, layout, merge):
     return inputs, axis
 
 
-def _activation(data, activation, name):
-    """Activation(act_type=activation) for a name, else the callable `activation(data, name=)`."""
+def _activation(data, activation, name=None):
+    """Activation(act_type=activation) for a name, else the callable `activation(data, name=)`
+    (name=None: an auto-named operator)."""
+    kwargs = {} if name is None else {'name': name}
     if isinstance(activation, str):
-        return symbol.Activation(data, act_type=activation, name=name)
-    return activation(data, name=name)
+        return symbol.Activation(data, act_type=activation, **kwargs)
+    return activation(data, **kwargs)
 
 
 def _hidden_state_info(num_hidden, count):
@@ -691,3 +694,169 @@ class ResidualCell(ModifierCell):
         if merge_outputs:
             return self._plus_inputs(outputs, inputs), states
         return [self._plus_inputs(o, i) for o, i in zip(outputs, inputs)], states
+
+
+# ---------------------------------------------------------------------------------------------
+# convolutional cells
+# ---------------------------------------------------------------------------------------------
+def _pair(value, what):
+    try:
+        pair = tuple(int(v) for v in value)
+    except TypeError:
+        pair = ()
+    if len(pair) != 2:
+        raise MXNetError('%s must be a pair of ints, given %r' % (what, value))
+    return pair
+
+
+_LEAKY = functools.partial(symbol.LeakyReLU, act_type='leaky', slope=0.2)
+
+
+class BaseConvRNNCell(BaseRNNCell):
+    """A cell whose i2h and h2h transforms are Convolutions (on `conv_layout` images, NCHW by
+    default) producing len(_gate_names) * num_hidden channels. input_shape: the shape of one
+    step's input including a batch axis (its size is not used); the states have the shape of
+    the i2h convolution's output, batch 0. h2h convolutions keep the state's size: odd kernels,
+    stride 1, padding dilate * (kernel - 1) / 2."""
+    _gate_names = ()
+
+    def __init__(self, input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel, i2h_stride,
+                 i2h_pad, i2h_dilate, i2h_weight_initializer, h2h_weight_initializer,
+                 i2h_bias_initializer, h2h_bias_initializer, activation, prefix='',
+                 params=None, conv_layout='NCHW'):
+        super().__init__(prefix=prefix, params=params)
+        self._h2h_kernel = _pair(h2h_kernel, '%s: h2h_kernel' % type(self).__name__)
+        if self._h2h_kernel[0] % 2 != 1 or self._h2h_kernel[1] % 2 != 1:
+            raise MXNetError('%s: h2h_kernel must be odd (the state keeps its size), given %s'
+                             % (type(self).__name__, str(self._h2h_kernel)))
+        self._h2h_dilate = _pair(h2h_dilate, '%s: h2h_dilate' % type(self).__name__)
+        self._h2h_pad = tuple(d * (k - 1) // 2 for d, k in zip(self._h2h_dilate,
+                                                                self._h2h_kernel))
+        self._i2h_kernel = tuple(i2h_kernel)
+        self._i2h_stride = tuple(i2h_stride)
+        self._i2h_pad = tuple(i2h_pad)
+        self._i2h_dilate = tuple(i2h_dilate)
+        self._num_hidden = num_hidden
+        self._input_shape = tuple(input_shape)
+        self._conv_layout = conv_layout
+        self._activation = activation
+        probe = symbol.Convolution(data=symbol.Variable('data'), num_filter=num_hidden,
+                                   kernel=self._i2h_kernel, stride=self._i2h_stride,
+                                   pad=self._i2h_pad, dilate=self._i2h_dilate,
+                                   layout=conv_layout)
+        out_shape = probe.infer_shape(data=self._input_shape)[1][0]
+        self._state_shape = (0,) + tuple(out_shape[1:])
+        self._iW = self._params.get('i2h_weight', init=i2h_weight_initializer)
+        self._hW = self._params.get('h2h_weight', init=h2h_weight_initializer)
+        self._iB = self._params.get('i2h_bias', init=i2h_bias_initializer)
+        self._hB = self._params.get('h2h_bias', init=h2h_bias_initializer)
+
+    @property
+    def state_info(self):
+        count = 2 if len(self._gate_names) == 4 else 1
+        return [{'shape': self._state_shape, '__layout__': self._conv_layout}
+                for _ in range(count)]
+
+    def _conv_forward(self, inputs, states, name):
+        filters = self._num_hidden * len(self._gate_names)
+        i2h = symbol.Convolution(name='%si2h' % name, data=inputs, num_filter=filters,
+                                 kernel=self._i2h_kernel, stride=self._i2h_stride,
+                                 pad=self._i2h_pad, dilate=self._i2h_dilate, weight=self._iW,
+                                 bias=self._iB, layout=self._conv_layout)
+        h2h = symbol.Convolution(name='%sh2h' % name, data=states[0], num_filter=filters,
+                                 kernel=self._h2h_kernel, dilate=self._h2h_dilate,
+                                 pad=self._h2h_pad, stride=(1, 1), weight=self._hW,
+                                 bias=self._hB, layout=self._conv_layout)
+        return i2h, h2h
+
+
+class ConvRNNCell(BaseConvRNNCell):
+    """h' = activation(conv_i(x) + conv_h(h)); one state. activation: an Activation act_type
+    or a callable (default LeakyReLU with slope 0.2)."""
+    _gate_names = ('',)
+
+    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1),
+                 i2h_kernel=(3, 3), i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1),
+                 i2h_weight_initializer=None, h2h_weight_initializer=None,
+                 i2h_bias_initializer='zeros', h2h_bias_initializer='zeros',
+                 activation=_LEAKY, prefix='ConvRNN_', params=None, conv_layout='NCHW'):
+        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel,
+                         i2h_stride, i2h_pad, i2h_dilate, i2h_weight_initializer,
+                         h2h_weight_initializer, i2h_bias_initializer, h2h_bias_initializer,
+                         activation, prefix=prefix, params=params, conv_layout=conv_layout)
+
+    def __call__(self, inputs, states):
+        name = self._step_name()
+        i2h, h2h = self._conv_forward(inputs, states, name)
+        output = _activation(i2h + h2h, self._activation, '%sout' % name)
+        return output, [output]
+
+
+class ConvLSTMCell(BaseConvRNNCell):
+    """The convolutional LSTM (Shi et al., NIPS 2015): gates (i, f, c, o) on the channel axis,
+    `activation` in place of tanh for the candidate and the output; states [h, c]."""
+    _gate_names = ('_i', '_f', '_c', '_o')
+
+    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1),
+                 i2h_kernel=(3, 3), i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1),
+                 i2h_weight_initializer=None, h2h_weight_initializer=None,
+                 i2h_bias_initializer='zeros', h2h_bias_initializer='zeros',
+                 activation=_LEAKY, prefix='ConvLSTM_', params=None, conv_layout='NCHW'):
+        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel,
+                         i2h_stride, i2h_pad, i2h_dilate, i2h_weight_initializer,
+                         h2h_weight_initializer, i2h_bias_initializer, h2h_bias_initializer,
+                         activation, prefix=prefix, params=params, conv_layout=conv_layout)
+
+    def __call__(self, inputs, states):
+        name = self._step_name()
+        i2h, h2h = self._conv_forward(inputs, states, name)
+        i, f, c, o = symbol.SliceChannel(i2h + h2h, num_outputs=4,
+                                         axis=self._conv_layout.find('C'),
+                                         name='%sslice' % name)
+        in_gate = symbol.Activation(i, act_type='sigmoid', name='%si' % name)
+        forget_gate = symbol.Activation(f, act_type='sigmoid', name='%sf' % name)
+        candidate = _activation(c, self._activation, '%sc' % name)
+        out_gate = symbol.Activation(o, act_type='sigmoid', name='%so' % name)
+        next_c = symbol._internal._plus(forget_gate * states[1], in_gate * candidate,
+                                        name='%sstate' % name)
+        next_h = symbol._internal._mul(out_gate, _activation(next_c, self._activation),
+                                       name='%sout' % name)
+        return next_h, [next_h, next_c]
+
+
+class ConvGRUCell(BaseConvRNNCell):
+    """The convolutional GRU: gates (r, z, n) on the channel axis,
+    n = activation(conv_in(x) + r * conv_hn(h)), h' = (1 - z) * n + z * h; one state."""
+    _gate_names = ('_r', '_z', '_o')
+
+    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1),
+                 i2h_kernel=(3, 3), i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1),
+                 i2h_weight_initializer=None, h2h_weight_initializer=None,
+                 i2h_bias_initializer='zeros', h2h_bias_initializer='zeros',
+                 activation=_LEAKY, prefix='ConvGRU_', params=None, conv_layout='NCHW'):
+        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel,
+                         i2h_stride, i2h_pad, i2h_dilate, i2h_weight_initializer,
+                         h2h_weight_initializer, i2h_bias_initializer, h2h_bias_initializer,
+                         activation, prefix=prefix, params=params, conv_layout=conv_layout)
+
+    def __call__(self, inputs, states):
+        name = self._step_name()
+        i2h, h2h = self._conv_forward(inputs, states, name)
+        # the channel split uses SliceChannel's default axis 1 (as MXNet's cell does)
+        i2h_r, i2h_z, i2h_n = symbol.SliceChannel(i2h, num_outputs=3, name='%s_i2h_slice' % name)
+        h2h_r, h2h_z, h2h_n = symbol.SliceChannel(h2h, num_outputs=3, name='%s_h2h_slice' % name)
+        reset = symbol.Activation(i2h_r + h2h_r, act_type='sigmoid', name='%s_r_act' % name)
+        update = symbol.Activation(i2h_z + h2h_z, act_type='sigmoid', name='%s_z_act' % name)
+        candidate = _activation(i2h_n + reset * h2h_n, self._activation, '%s_h_act' % name)
+        next_h = symbol._internal._plus((1. - update) * candidate, update * states[0],
+                                        name='%sout' % name)
+        return next_h, [next_h]
+
+
+def rnn_unroll(cell, length, inputs=None, begin_state=None, input_prefix='', layout='NTC'):
+    """Deprecated: cell.unroll(length, inputs, begin_state, layout) (inputs None: the step
+    variables `<input_prefix>t<i>_data`)."""
+    warnings.warn('rnn_unroll is deprecated. Please call cell.unroll directly.', stacklevel=2)
+    if inputs is None:
+        inputs = [symbol.Variable('%st%d_data' % (input_prefix, i)) for i in range(length)]
+    return cell.unroll(length=length, inputs=inputs, begin_state=begin_state, layout=layout)
