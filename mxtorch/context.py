@@ -31,6 +31,10 @@ class Context:
     @property
     def torch_device(self):
         if self.device_typeid == 2:
+            if self.device_id >= num_gpus():
+                from .base import MXNetError
+                raise MXNetError('%s is not available: this machine has %d GPU(s) usable by '
+                                 'torch' % (self, num_gpus()))
             return torch.device('cuda', self.device_id)
         return torch.device('cpu')
 

@@ -34,6 +34,32 @@ from .symbol.infer import infer_graph_shapes, infer_graph_types
 _GRAD_REQS = ('write', 'add', 'null')
 
 
+# Operators whose inputs a monitor names after their parameters (`fc_data`, `bn_gamma`); MXNet
+# names the inputs of every other operator `input0`, `input1`, ... and of variadic ones `arg<i>`.
+_NAMED_INPUT_OPS = frozenset([
+    'BatchNorm', 'BilinearSampler', 'Convolution', 'Correlation', 'Deconvolution', 'Dropout',
+    'Embedding', 'FullyConnected', 'GridGenerator', 'GroupNorm', 'IdentityAttachKLSparseReg',
+    'InstanceNorm', 'L2Normalization', 'LRN', 'LayerNorm', 'LeakyReLU', 'LinearRegressionOutput',
+    'LogisticRegressionOutput', 'MAERegressionOutput', 'MakeLoss', 'Pad', 'Pooling', 'RNN',
+    'ROIPooling', 'SVMOutput', 'SequenceLast', 'SequenceMask', 'SequenceReverse', 'SliceChannel',
+    'SoftmaxOutput', 'SpatialTransformer', 'SwapAxis', 'softmax', 'log_softmax', 'where', 'take',
+    'batch_take', 'pick', 'one_hot', 'tile', 'repeat', 'reverse', 'squeeze', 'diag',
+    'depth_to_space', 'space_to_depth', 'slice_like', 'gather_nd', 'scatter_nd',
+    'softmax_cross_entropy', 'ctc_loss', 'CTCLoss',
+])
+
+
+def _monitor_input_names(op, params, count):
+    """The names a monitor gives an operator's inputs, as MXNet 1.9.1 does."""
+    if op.variadic:
+        return ['arg%d' % i for i in range(count)]
+    names = op.input_names(params)
+    if op.name in _NAMED_INPUT_OPS or names[:2] == ['lhs', 'rhs'] or op.name.startswith(
+            ('_linalg_', 'linalg_')):
+        return names
+    return ['input%d' % i for i in range(count)]
+
+
 class Step:
     """One call of the plan: `outputs = fn(*inputs)`, fn made by `make_fn(train, device)`.
 
@@ -171,7 +197,9 @@ class Executor:
         self._ctx = ctx
         self._group2ctx = group2ctx
         self.arg_arrays = arg_arrays
+        # bound without args_grad: grad_arrays is None, as in MXNet (and backward computes nothing)
         self.grad_arrays = grad_arrays
+        self._grad_list = grad_arrays if grad_arrays is not None else [None] * len(arg_arrays)
         self.aux_arrays = aux_arrays
         self._grad_reqs = grad_reqs
         self._owns_grads = owns_grads     # grad arrays made by simple_bind: 'write' may adopt
@@ -187,7 +215,7 @@ class Executor:
         self.outputs = out_arrays or [
             _wrap(torch.zeros(shapes[(id(n), k)], dtype=torch_dtype(t), device=device), ctx)
             for (n, k), t in zip(symbol._entries, out_types)]
-        self._leaf_positions = [i for i, (req, g) in enumerate(zip(grad_reqs, grad_arrays))
+        self._leaf_positions = [i for i, (req, g) in enumerate(zip(grad_reqs, self._grad_list))
                                 if req != 'null' and g is not None
                                 and self.arg_arrays[i]._tensor.dtype.is_floating_point]
         self._head_kinds = [n.op.head_grad(n.params) if n.op is not None else 'required'
@@ -230,7 +258,7 @@ class Executor:
     @property
     def grad_dict(self):
         if self._grad_dict is None:
-            self._grad_dict = self._named(self._arg_names, self.grad_arrays)
+            self._grad_dict = self._named(self._arg_names, self._grad_list)
         return self._grad_dict
 
     @property
@@ -354,6 +382,12 @@ class Executor:
             last = self._last
         outs, head_grads = [], []
         for k, (head, given, kind) in enumerate(zip(last['heads'], grads, self._head_kinds)):
+            if kind == 'ones' and head.requires_grad:
+                # an output that needs no head gradient but whose op computes its own
+                # backward (a Custom op with need_top_grad=False): seeded with ones
+                outs.append(head)
+                head_grads.append(torch.ones_like(head))
+                continue
             if kind != 'required' or not head.requires_grad:
                 continue                  # BlockGrad, and losses (seeded below)
             if given is not None:
@@ -383,7 +417,7 @@ class Executor:
         adopts the gradient tensor itself (autograd gives each leaf a tensor of its own)."""
         with torch.no_grad():
             for i, g in zip(self._leaf_positions, results):
-                handle = self.grad_arrays[i]
+                handle = self._grad_list[i]
                 dst = handle._tensor
                 if self._grad_reqs[i] == 'add':
                     if g is not None:
@@ -417,9 +451,11 @@ class Executor:
     def _run_step(self, step, values, namespace):
         args = [values[n] for n in step.inputs]
         if self._monitor is not None and self._monitor_all:
-            names = (['input%d' % i for i in range(len(args))] if step.op.variadic
-                     else step.op.input_names(step.params))
-            for name, value in zip(names, args):
+            names = _monitor_input_names(step.op, step.params, len(args))
+            sources = step.node.inputs if not step.fused else [None] * len(args)
+            for name, value, source in zip(names, args, sources):
+                if source is not None and source[0].op is None:
+                    self._report(source[0].name, value)      # a variable, under its own name
                 self._report('%s_%s' % (step.node.name, name), value)
         result = namespace[step.fn_name](*args)
         results = result if isinstance(result, tuple) else (result,)
@@ -514,13 +550,14 @@ class Executor:
             return _carve(name, old, new_shape, allow_up_sizing)
 
         args, grads = [], []
-        for node, arr, grad in zip(self._arg_nodes, self.arg_arrays, self.grad_arrays):
+        for node, arr, grad in zip(self._arg_nodes, self.arg_arrays, self._grad_list):
             shape = shapes[(id(node), 0)]
             args.append(reuse(node.name, arr, shape, node.name in kwargs))
             grads.append(None if grad is None else reuse(node.name, grad, shape, True, True))
         aux = [reuse(n.name, a, shapes[(id(n), 0)], False)
                for n, a in zip(self._aux_nodes, self.aux_arrays)]
         out_types = [np_dtype(o._tensor.dtype) for o in self.outputs]
+        grads = None if self.grad_arrays is None else grads
         new = Executor(self._symbol, self._ctx, args, grads, self._grad_reqs, aux, shapes,
                        out_types, self._group2ctx, owns_grads=self._owns_grads)
         for i, ((node, k), old) in enumerate(zip(self._symbol._entries, self.outputs)):
@@ -533,7 +570,7 @@ class Executor:
     # ---- introspection -------------------------------------------------------------------------
     def debug_str(self):
         """The plan as text; ends with the memory MXNet-style tools parse."""
-        arrays = self.arg_arrays + [g for g in self.grad_arrays if g is not None] + \
+        arrays = self.arg_arrays + [g for g in self._grad_list if g is not None] + \
             self.aux_arrays + self.outputs
         total = sum(a.size * a._tensor.element_size() for a in arrays)
         return '%sTotal %d MB allocated\nTotal %d TempSpace resource requested\n' % (
@@ -680,8 +717,8 @@ def bind(symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None, g
             raise MXNetError('bind: gradient of %s has shape %s, the argument %s'
                              % (name, grad.shape, arr.shape))
     shapes, out_types = _infer_for_bind(symbol, arg_nodes, aux_nodes, arg_arrays, aux_arrays)
-    return Executor(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, shapes, out_types,
-                    group2ctx)
+    return Executor(symbol, ctx, arg_arrays, None if args_grad is None else grad_arrays, reqs,
+                    aux_arrays, shapes, out_types, group2ctx)
 
 
 def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
@@ -719,10 +756,10 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         lines = ['%s: %s' % (k, v) for k, v in kwargs.items() if isinstance(v, tuple)]
         raise RuntimeError('simple_bind error. Arguments:\n%s\n%s'
                            % ('\n'.join(lines), err)) from None
-    reqs = _grad_reqs(grad_req, arg_names)
     if not isinstance(grad_req, str) and not grad_req:
-        raise RuntimeError('simple_bind: grad_req must not be an empty %s'
+        raise RuntimeError('grad_req in simple_bind cannot be an empty %s'
                            % type(grad_req).__name__)
+    reqs = _grad_reqs(grad_req, arg_names)
     device = ctx.torch_device
     shared_names = set(shared_arg_names or ())
     shared_args = shared_exec.arg_dict if shared_exec is not None else {}

@@ -141,13 +141,19 @@ def test_simple_bind_allocates_zeros_and_gradients_for_every_argument():
     assert typed.arg_dict['fc1_weight'].dtype == np.float64
     with pytest.raises(RuntimeError, match='simple_bind error'):
         _mlp().simple_bind(mx.cpu(), data=(5, 6), softmax_label=(3,))
+    for empty, kind in (([], 'list'), ({}, 'dict')):       # MXNet's words
+        with pytest.raises(RuntimeError, match='grad_req in simple_bind cannot be an empty '
+                                               + kind):
+            _mlp().simple_bind(mx.cpu(), grad_req=empty, data=(5, 6))
 
 
 def test_bind_uses_the_given_arrays_and_checks_them():
     sym = _mlp()
     args = [mx.nd.array(np.random.rand(*s)) for s in [(2, 6), (4, 6), (4,), (3, 4), (3,), (2,)]]
     exe = sym.bind(mx.cpu(), args)
-    assert exe.arg_arrays[0] is args[0] and exe.grad_arrays == [None] * 6
+    # bound without args_grad: grad_arrays is None (as in MXNet); backward computes nothing
+    assert exe.arg_arrays[0] is args[0] and exe.grad_arrays is None
+    assert exe.grad_dict == dict.fromkeys(sym.list_arguments())
     args[0][:] = 0                       # writing into the input changes the next forward
     out = exe.forward()[0].asnumpy()
     args[0][:] = 1
@@ -307,14 +313,35 @@ def test_monitor_callback_and_partial_forward():
     seen.clear()
     exe.set_monitor_callback(lambda name, arr: seen.append(name), monitor_all=True)
     exe.forward()
-    assert seen[:4] == ['fc1_data', 'fc1_weight', 'fc1_bias', 'fc1_output']
-    assert 'softmax_label' in seen and seen[-1] == 'softmax_output'
+    # MXNet 1.9.1's order: a variable input is also reported under its own name; inputs of ops
+    # without named inputs (Activation) are input<i>
+    assert seen == ['data', 'fc1_data', 'fc1_weight', 'fc1_weight', 'fc1_bias', 'fc1_bias',
+                    'fc1_output', 'relu1_input0', 'relu1_output', 'fc2_data', 'fc2_weight',
+                    'fc2_weight', 'fc2_bias', 'fc2_bias', 'fc2_output', 'softmax_data',
+                    'softmax_label', 'softmax_label', 'softmax_output']
     expected = exe.outputs[0].asnumpy().copy()
     exe.outputs[0][:] = 0
     exe.set_monitor_callback(None)
     steps_left = [exe.partial_forward(False, step) for step in range(4)]
     assert steps_left == [3, 2, 1, 0]
     np.testing.assert_allclose(exe.outputs[0].asnumpy(), expected, rtol=1e-6)
+
+
+def test_monitor_all_names_inputs_like_mxnet():
+    # sequences recorded with MXNet 1.9.1: variadic inputs are arg<i>, inputs of ops without
+    # named inputs are input<i>, and a variable input is first reported under its own name
+    x, y = mx.sym.var('x'), mx.sym.var('y')
+    cases = [(mx.sym.Concat(x, y, dim=1, name='c'), ['x', 'c_arg0', 'y', 'c_arg1', 'c_output']),
+             (mx.sym.where(x, y, y, name='w'),
+              ['x', 'w_condition', 'y', 'w_x', 'y', 'w_y', 'w_output']),
+             (mx.sym._internal._plus_scalar(mx.sym.sin(x, name='s'), scalar=1, name='p'),
+              ['x', 's_input0', 's_output', 'p_input0', 'p_output'])]
+    for sym, expected in cases:
+        exe = sym.bind(mx.cpu(), {n: mx.nd.ones((2, 2)) for n in sym.list_arguments()})
+        seen = []
+        exe.set_monitor_callback(lambda name, arr: seen.append(name), monitor_all=True)
+        exe.forward()
+        assert seen == expected
 
 
 def test_debug_str_ends_with_memory_lines():

@@ -63,6 +63,38 @@ def test_first_axis_slice_is_a_view_that_writes_through():
     assert a[1].shape == (3,) and a[1, 1].shape == (1,)        # no 0-d arrays
 
 
+# Which basic indexes give views, as MXNet 1.9.1 decides it (checked there): a view exactly when
+# the selected region is one contiguous block of the array.
+@pytest.mark.parametrize('key, shape, is_view', [
+    (1, (3, 4), True), (-1, (3, 4), True), ((1, 2), (4,), True), ((1, slice(0, 2)), (2, 4), True),
+    ((slice(0, 1), slice(None)), (1, 3, 4), True), ((0, slice(1, 2)), (1, 4), True),
+    ((1, Ellipsis), (3, 4), True), ((None, 1), (1, 3, 4), True), (slice(0, 2, 2), (1, 3, 4), True),
+    ((slice(None), 1), (2, 4), False), ((Ellipsis, 1), (2, 3), False),
+    ((slice(None), slice(None), slice(0, 1)), (2, 3, 1), False),
+])
+def test_basic_indexing_is_a_view_only_for_contiguous_blocks(key, shape, is_view):
+    b = mx.nd.array(np.arange(24).reshape(2, 3, 4))
+    part = b[key]
+    assert part.shape == shape
+    part[:] = -1
+    assert (b.asnumpy() == -1).any() == is_view
+    expected = np.arange(24).reshape(2, 3, 4)[key]
+    np.testing.assert_array_equal(b[key].asnumpy().reshape(expected.shape),
+                                  -np.ones_like(expected) if is_view else expected)
+
+
+def test_setitem_with_a_value_of_the_wrong_shape_fails_cleanly():
+    b = mx.nd.array([[1, 2, 3], [4, 5, 6]])
+    with pytest.raises(mx.MXNetError, match=r'shape \(2,\).*region of shape \(3,\)'):
+        b[0] = [1, 1]
+    np.testing.assert_array_equal(b.asnumpy(), [[1, 2, 3], [4, 5, 6]])
+    b[1] = np.array([[7, 8, 9]])                      # same size: reshaped
+    b[:] = mx.nd.array([[1], [2]])                    # broadcast
+    np.testing.assert_array_equal(b.asnumpy(), [[1, 1, 1], [2, 2, 2]])
+    with pytest.raises(mx.MXNetError, match='non-negative'):
+        mx.nd.zeros((-1, 2))
+
+
 def test_setitem_forms():
     z = mx.nd.zeros((3, 4))
     z[1] = 5
@@ -83,6 +115,28 @@ def test_advanced_indexing_copies():
     np.testing.assert_array_equal(b.asnumpy(), [[1, 2], [3, 4]])
     np.testing.assert_array_equal(b[[0, 1]].asnumpy(), [[1, 2], [3, 4]])
     np.testing.assert_array_equal(mx.nd.arange(5)[::-2].asnumpy(), [4, 2, 0])
+
+
+def test_contexts_scopes_and_a_missing_gpu():
+    assert mx.cpu() == mx.cpu(0) == mx.Context('cpu', 0) and mx.cpu(1) != mx.cpu(0)
+    assert mx.gpu(0) != mx.cpu(0) and str(mx.gpu(2)) == 'gpu(2)' and repr(mx.cpu(1)) == 'cpu(1)'
+    assert (mx.cpu().device_typeid, mx.gpu().device_typeid) == (1, 2)
+    assert mx.Context(mx.gpu(3)) == mx.gpu(3)
+    assert mx.current_context() == mx.cpu(0)
+    with mx.cpu(2):
+        assert mx.current_context() == mx.cpu(2)
+        with mx.Context('cpu', 3):
+            assert mx.nd.zeros((1,)).context == mx.cpu(3)
+        assert mx.nd.ones((1,)).context == mx.cpu(2)
+    assert mx.current_context() == mx.cpu(0)
+    assert mx.context.num_gpus() == torch.cuda.device_count()
+    missing = mx.gpu(mx.context.num_gpus())            # one past the last GPU (gpu(0) if none)
+    with pytest.raises(mx.MXNetError, match=r'gpu\(\d+\) is not available'):
+        mx.nd.zeros((2,), ctx=missing)
+    with pytest.raises(mx.MXNetError, match='not available'):
+        mx.sym.var('x').simple_bind(missing, x=(2,))
+    with pytest.raises(ValueError, match='Unknown device type'):
+        mx.Context('tpu', 0)
 
 
 def test_copy_copyto_context_astype():
@@ -133,6 +187,111 @@ def test_arithmetic_broadcasts_and_casts_scalars():
     assert cmp.dtype == np.float32 and cmp.asnumpy().tolist() == [[0, 0, 0], [1, 1, 1]]
     with pytest.raises(mx.MXNetError, match='dtype'):
         mx.nd.ones((2,)) + mx.nd.ones((2,), dtype='float64')
+
+
+def test_module_level_binary_helpers_take_arrays_or_scalars():
+    a = mx.nd.array([[1, 2, 3], [4, 5, 6]])
+    b = mx.nd.array([[3], [4]])
+    an, bn = a.asnumpy(), b.asnumpy()
+    cases = {
+        'add': np.add, 'subtract': np.subtract, 'multiply': np.multiply, 'divide': np.divide,
+        'true_divide': np.divide, 'modulo': np.mod, 'power': np.power,
+        'maximum': np.maximum, 'minimum': np.minimum, 'equal': np.equal,
+        'not_equal': np.not_equal, 'greater': np.greater, 'greater_equal': np.greater_equal,
+        'lesser': np.less, 'lesser_equal': np.less_equal, 'logical_and': np.logical_and,
+        'logical_or': np.logical_or, 'logical_xor': np.logical_xor,
+    }
+    for name, ref in cases.items():
+        fn = getattr(mx.nd, name)
+        for lhs, rhs, ln, rn in [(a, b, an, bn), (a, 2, an, 2), (2, a, 2, an)]:
+            got = fn(lhs, rhs)
+            assert got.dtype == np.float32 and got.shape == (2, 3), name
+            np.testing.assert_allclose(got.asnumpy(), ref(ln, rn).astype(np.float32),
+                                       rtol=1e-6, err_msg=name)
+    assert mx.nd.maximum(2, 3) == 3 and mx.nd.minimum(2, 3) == 2 and mx.nd.power(2, 3) == 8
+    assert mx.nd.equal(2, 3) == 0 and mx.nd.logical_xor(2, 0) == 1
+    with pytest.raises(TypeError, match='maximum'):
+        mx.nd.maximum(a, 'x')
+
+
+def test_broadcast_to_adds_leading_axes():
+    x = mx.nd.array([1, 2, 3])
+    np.testing.assert_array_equal(x.broadcast_to((2, 3)).asnumpy(), [[1, 2, 3], [1, 2, 3]])
+    with pytest.raises(mx.MXNetError, match=r'\(3,\) cannot be broadcast to shape=\(2, 4\)'):
+        x.broadcast_to((2, 4))
+    s = mx.sym.var('x').broadcast_to(shape=(2, 3))
+    assert s.infer_shape(x=(1, 3))[1] == [(2, 3)]
+
+
+def test_samplers_with_array_parameters_draw_per_element():
+    mx.random.seed(7)
+    low, high = mx.nd.array([0, 10], dtype='float64'), mx.nd.array([1, 12], dtype='float64')
+    draws = mx.nd.random.uniform(low, high, shape=(500,))
+    assert draws.shape == (2, 500) and draws.dtype == np.float32       # float32 unless dtype=
+    d = draws.asnumpy()
+    assert d[0].min() >= 0 and d[0].max() < 1 and d[1].min() >= 10 and d[1].max() < 12
+    assert abs(d[1].mean() - 11) < 0.15
+    normal = mx.nd.random.normal(mx.nd.array([0, 5]), mx.nd.array([1, 0.5]), shape=(2000,),
+                                 dtype='float64').asnumpy()
+    assert normal.dtype == np.float64 and normal.shape == (2, 2000)
+    assert abs(normal[1].mean() - 5) < 0.1 and abs(normal[1].std() - 0.5) < 0.05
+    assert mx.nd.random.uniform(low, high).shape == (2,)
+    with pytest.raises(mx.MXNetError, match='same type.*high=int'):
+        mx.nd.random.uniform(low, 1)
+    sym = mx.sym.random.uniform(mx.sym.var('a'), mx.sym.var('b'), shape=(3,))
+    assert sym.list_arguments() == ['a', 'b'] and sym.infer_shape(a=(2,))[1] == [(2, 3)]
+    node = [n for n in __import__('json').loads(sym.tojson())['nodes'] if n['op'] != 'null'][0]
+    assert node['op'] == '_sample_uniform' and node['attrs'] == {'shape': '(3,)'}
+
+
+def test_split_v2_helpers():
+    a = mx.nd.array(np.arange(12).reshape(6, 2))
+    parts = mx.nd.split_v2(a, (1, 4))
+    assert [p.shape for p in parts] == [(1, 2), (3, 2), (2, 2)]
+    for got, want in zip(parts, np.split(np.arange(12).reshape(6, 2), [1, 4])):
+        np.testing.assert_array_equal(got.asnumpy(), want)
+    assert [p.shape for p in a.split_v2(3)] == [(2, 2)] * 3
+    assert mx.nd.split_v2(a, 2, axis=1, squeeze_axis=True)[1].asnumpy().tolist() == \
+        list(range(1, 12, 2))
+    with pytest.raises(ValueError, match='equal division'):
+        mx.nd.split_v2(a, 4)
+    # the JSON MXNet 1.9.1 writes for mx.sym.split_v2(x, (2,), axis=0)
+    s = mx.sym.split_v2(mx.sym.var('x'), (2,), axis=0)
+    node = __import__('json').loads(s.tojson())['nodes'][1]
+    assert node['op'] == '_split_v2' and node['attrs'] == {
+        'axis': '0', 'indices': '[0, 2]', 'sections': '0', 'squeeze_axis': 'False'}
+    assert s.infer_shape(x=(6, 2))[1] == [(2, 2), (4, 2)]
+
+
+def test_imperative_shape_errors_name_the_input():
+    with pytest.raises(mx.MXNetError, match=r'FullyConnected.*Provided = \[2,4\], inferred '
+                                            r'shape=\(2,3\)'):
+        mx.nd.FullyConnected(mx.nd.ones((2, 3)), mx.nd.ones((2, 4)), mx.nd.zeros((2,)),
+                             num_hidden=2)
+
+
+@pytest.mark.parametrize('dtype, op, scalar, expected', [
+    # values printed by MXNet 1.9.1: the scalar is first cast to the array's dtype (C cast), and
+    # integer arithmetic wraps
+    ('int32', '/', 2, [2, -3, 4]), ('int32', '/', 1.5, [5, -7, 9]), ('int32', '/', -3, [-1, 2, -3]),
+    ('int32', '%', 1.5, [0, 0, 0]), ('int32', '%', -3, [-1, -1, 0]),
+    ('uint8', '/', 2, [2, 124, 4]), ('uint8', '%', -3, [5, 249, 9]),
+    ('uint8', '*', -3, [241, 21, 229]),
+    ('uint8', '+', 2, [7, 251, 11]),
+])
+def test_inplace_integer_arithmetic_matches_mxnet(dtype, op, scalar, expected):
+    a = mx.nd.array([5, -7, 9], dtype=dtype)          # -7 wraps to 249 in uint8, as in MXNet
+    handle = a
+    if op == '/':
+        a /= scalar
+    elif op == '%':
+        a %= scalar
+    elif op == '*':
+        a *= scalar
+    else:
+        a += scalar
+    assert a is handle and a.dtype == np.dtype(dtype)
+    assert a.asnumpy().tolist() == expected
 
 
 def test_inplace_operators_keep_the_handle():

@@ -107,6 +107,42 @@ def test_composition_replaces_arguments():
     assert positional.list_arguments() == ['other', 'fc1_weight', 'fc1_bias']
     assert copy.deepcopy(fc).tojson() == fc.tojson()
     assert pickle.loads(pickle.dumps(fc)).tojson() == fc.tojson()
+    # as in MXNet, a keyword that names no argument is an error, and nothing changes
+    with pytest.raises(mx.MXNetError, match='keyword argument name weight not found'):
+        fc(weight=other)
+    assert fc.list_arguments() == ['data', 'fc1_weight', 'fc1_bias']
+
+
+def test_group_attributes_follow_mxnet():
+    # MXNet 1.9.1: a group lists its first output's node attributes, attr() gives None
+    x = mx.sym.var('x', lr_mult=2)
+    fc = mx.sym.FullyConnected(x, num_hidden=3, name='fc')
+    assert mx.sym.Group([fc, x]).list_attr() == {'num_hidden': '3'}
+    assert mx.sym.Group([x, fc]).list_attr() == {'__lr_mult__': '2', 'lr_mult': '2'}
+    assert mx.sym.Group([fc, x]).attr('num_hidden') is None
+
+
+def test_given_shapes_and_types_override_variable_hints():
+    # MXNet 1.9.1: a shape/dtype passed to inference wins over the __shape__/__dtype__ attrs
+    h = mx.sym.var('h', shape=(2, 3), dtype='float16')
+    y = mx.sym.var('y')
+    assert (h + y).infer_shape(h=(3, 3)) == ([(3, 3), (3, 3)], [(3, 3)], [])
+    assert (h + y).infer_shape() == ([(2, 3), (2, 3)], [(2, 3)], [])
+    assert mx.sym.exp(h).infer_type(h='float32')[0] == [np.float32]
+    assert mx.sym.var('p', shape=(0, 3)).infer_shape_partial(p=(4, 0))[0] == [(0, 3)]
+    exe = mx.sym.exp(h).simple_bind(mx.cpu(), h=(4, 4))
+    assert exe.arg_arrays[0].shape == (4, 4) and exe.arg_arrays[0].dtype == np.float16
+
+
+def test_module_level_helpers_name_nodes_like_mxnet():
+    # names checked against MXNet 1.9.1: the hint is the internal function's name, lowercased
+    x = mx.sym.var('x')
+    nodes = lambda s: [(n['op'], n['name']) for n in json.loads(s.tojson())['nodes'][1:]]  # noqa
+    with mx.name.NameManager():
+        assert nodes(mx.sym.pow(2, x)) == [('_rpower_scalar', '_rpowerscalar0')]
+        assert nodes(mx.sym.power(x, 2)) == [('_power_scalar', '_powerscalar0')]
+        assert nodes(2 ** x) == [('_rpower_scalar', '_rpower_scalar0')]
+        assert nodes(mx.sym.maximum(1, x)) == [('_maximum_scalar', '_maximumscalar0')]
 
 
 def test_shape_inference_partial_and_errors(capsys):

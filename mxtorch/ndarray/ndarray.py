@@ -1,6 +1,7 @@
 """NDArray: a mutable handle over a torch.Tensor, with MXNet's classic semantics.
 
-* basic indexing (ints and slices) returns a view that writes through; advanced indexing copies;
+* basic indexing that selects one contiguous block (ints and a slice on leading axes) returns a
+  view that writes through; other basic indexing (`x[:, 1]`) and advanced indexing copy;
 * there are no 0-d arrays: a scalar result has shape (1,);
 * arithmetic broadcasts; a scalar is first cast to the array's dtype (int32 * 0.5 -> zeros);
 * every operator function (`mx.nd.<op>`) and NDArray method runs the registered operator's
@@ -185,7 +186,18 @@ class NDArray:
         return _wrap(self._tensor.reshape(target), self._ctx)
 
     def broadcast_to(self, shape):
-        return invoke('broadcast_to', [self], shape=tuple(shape))
+        """Broadcast to `shape`; missing leading axes are added first, as in NumPy."""
+        shape = tuple(int(s) for s in shape)
+        if len(shape) < self.ndim:
+            raise MXNetError('broadcast_to: shape=%s has fewer axes than the array of shape %s'
+                             % (shape, self.shape))
+        source = (1,) * (len(shape) - self.ndim) + self.shape
+        for have, want in zip(source, shape):
+            if have != want and have != 1:
+                raise MXNetError('broadcast_to: an array of shape %s cannot be broadcast to '
+                                 'shape=%s' % (self.shape, shape))
+        data = self if source == self.shape else self.reshape(source)
+        return invoke('broadcast_to', [data], shape=shape)
 
     # ---- indexing -----------------------------------------------------------------------------
     def _index(self, key):
@@ -220,7 +232,9 @@ class NDArray:
         result = t[index]
         if result.dim() == 0:
             result = result.reshape(1)
-        if not basic:
+        if not basic or not _selects_a_block(t.shape, index):
+            # as in MXNet, basic indexing is a view only when it selects one contiguous block
+            # (ints and a slice on leading axes); `x[:, 1]` and advanced indexing copy
             result = result.clone()
         return _wrap(result, self._ctx)
 
@@ -236,6 +250,13 @@ class NDArray:
                 src = value
             else:
                 src = torch.as_tensor(np.asarray(value), device=t.device)
+            if isinstance(src, torch.Tensor):
+                target_shape = tuple(t[index].shape) if basic else None
+                if basic and src.numel() != int(np.prod(target_shape)) and not _broadcastable(
+                        tuple(src.shape), target_shape):
+                    raise MXNetError('NDArray.__setitem__: a value of shape %s cannot be '
+                                     'assigned to the indexed region of shape %s'
+                                     % (tuple(src.shape), target_shape))
             if basic:
                 target = t[index]
                 if isinstance(src, torch.Tensor):
@@ -314,6 +335,20 @@ class NDArray:
         self._tensor, self._ctx, self.writable, self._grad = arr._tensor, arr._ctx, True, None
 
 
+def _selects_a_block(shape, index):
+    """Whether basic `index` picks one contiguous block of a C-ordered array of `shape` (judged
+    on the logical layout, whatever the strides of the tensor behind the NDArray)."""
+    return torch.empty(shape, device='meta')[index].is_contiguous()
+
+
+def _broadcastable(src, target):
+    """Whether an array of shape `src` broadcasts (NumPy rules) to shape `target`."""
+    if len(src) > len(target):
+        return all(d == 1 for d in src[:len(src) - len(target)]) and _broadcastable(
+            src[len(src) - len(target):], target)
+    return all(s in (1, t) for s, t in zip(reversed(src), reversed(target)))
+
+
 def _negative_steps_to_arrays(index, shape):
     """Replace negative-step slices by index tensors (torch has no negative strides)."""
     out, dim = [], 0
@@ -364,8 +399,16 @@ def invoke_parsed(op, p, inputs, out=None, ctx=None, train=None):
     if op.creation:
         kwargs['device'] = ctx.torch_device
         kwargs['out_shape'] = None
-    with torch.set_grad_enabled(_recording()):
-        result = op.forward(p, *tensors, **kwargs)
+    try:
+        with torch.set_grad_enabled(_recording()):
+            result = op.forward(p, *tensors, **kwargs)
+    except MXNetError:
+        raise
+    except (RuntimeError, ValueError, IndexError, TypeError) as err:
+        _explain_failure(op, p, tensors)
+        if type(err) is RuntimeError:      # torch's own complaint: say which operator failed
+            raise MXNetError('%s: %s' % (op.name, err)) from None
+        raise
     results = result if isinstance(result, tuple) else (result,)
     if train and op.update_aux is not None:
         n_args = len(op.arg_names(p))
@@ -381,6 +424,27 @@ def invoke_parsed(op, p, inputs, out=None, ctx=None, train=None):
         return out
     wrapped = [_wrap(r, ctx) for r in visible]
     return wrapped[0] if len(wrapped) == 1 else wrapped
+
+
+def _explain_failure(op, p, tensors):
+    """Raise the MXNetError shape/dtype inference gives for these inputs (naming the input, the
+    expected and the given shape), if it finds one; called when an operator's forward failed."""
+    from ..symbol.graph import Node
+    from ..symbol.infer import infer_graph_shapes, infer_graph_types
+    if not tensors:
+        return
+    names = op.input_names(p)
+    variables = [Node(None, name) for name in names[:len(tensors)]]
+    node = Node(op, op.name, {}, [(v, 0) for v in variables])
+    node._params, node._params_attrs = p, {}
+    order = variables + [node]
+    try:
+        infer_graph_shapes(order, {id(v): tuple(t.shape) for v, t in zip(variables, tensors)})
+        infer_graph_types(order, {id(v): np_dtype(t.dtype) for v, t in zip(variables, tensors)})
+    except MXNetError:
+        raise
+    except Exception:        # noqa: BLE001  (no better explanation: the caller reports err)
+        return
 
 
 def _fresh(result, inputs):
@@ -401,9 +465,10 @@ def _recording():
 # Creation
 # ---------------------------------------------------------------------------------------------
 def _shape_tuple(shape):
-    if isinstance(shape, integer_types):
-        return (int(shape),)
-    return tuple(int(s) for s in shape)
+    shape = (int(shape),) if isinstance(shape, integer_types) else tuple(int(s) for s in shape)
+    if any(d < 0 for d in shape):
+        raise MXNetError('shape=%s: every dimension must be non-negative' % (shape,))
+    return shape
 
 
 def _device(ctx):
@@ -426,7 +491,10 @@ def array(source_array, ctx=None, dtype=None):
         return _wrap(source_array.detach().to(ctx.torch_device, dt, copy=True), ctx)
     dt = np_dtype(dtype) if dtype is not None else default_dtype
     try:
-        a = np.array(source_array, dtype=dt)
+        try:
+            a = np.array(source_array, dtype=dt)
+        except OverflowError:          # NumPy 2 refuses out-of-range Python ints; MXNet (C cast)
+            a = np.array(source_array).astype(dt)         # wraps them, as NumPy 1 did
     except (TypeError, ValueError) as err:
         raise TypeError('source_array must be array like object: %s' % err) from None
     if a.ndim == 0:

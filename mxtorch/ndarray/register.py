@@ -38,6 +38,7 @@ METHOD_OPS = (
     'arctanh', 'degrees', 'radians', 'relu', 'sigmoid', 'softmax', 'log_softmax', 'softmin',
     'reciprocal', 'clip', 'transpose', 'flatten', 'expand_dims', 'squeeze', 'tile', 'repeat',
     'pad', 'swapaxes', 'flip', 'split', 'slice', 'slice_axis', 'slice_like', 'take', 'pick',
+    'broadcast_to',
     'one_hot', 'topk', 'sort', 'argsort', 'reshape_like', 'broadcast_axes', 'broadcast_like',
     'zeros_like', 'ones_like', 'diag', 'depth_to_space', 'space_to_depth', 'shape_array',
     'size_array',

@@ -4,7 +4,7 @@ import torch
 from ..base import np_dtype, torch_dtype
 from .params import DType, Float, Int, Shape, Bool
 from .registry import OpDef, register
-from .shapes import merge, same_shape
+from .shapes import known, merge, same_shape
 
 _FLOATS = ('None', 'float16', 'float32', 'float64')
 
@@ -82,7 +82,8 @@ register(OpDef('_sample_multinomial', _multinomial,
                params={'shape': Shape(()), 'get_prob': Bool(False),
                        'dtype': DType('int32', choices=('float16', 'float32', 'float64',
                                                         'int32', 'uint8'))},
-               outputs=lambda p: ('output', 'prob') if p.get_prob else ('output',),
+               # MXNet's default names: output0 (samples), output1 (log-probabilities)
+               outputs=lambda p: ('output0', 'output1') if p.get_prob else ('output',),
                infer_type=lambda p, ins, outs: (ins, [np_dtype(p.dtype)] + ins[:1] * (len(outs) - 1)),
                aliases=('sample_multinomial',)))
 
@@ -93,3 +94,43 @@ def _shuffle(p, data):
 
 
 register(OpDef('_shuffle', _shuffle, infer_shape=same_shape, aliases=('shuffle',)))
+
+
+# ---------------------------------------------------------------------------------------------
+# _sample_uniform / _sample_normal: one set of `shape` draws per element of the parameter arrays
+# (output shape = parameter shape + shape); no gradient flows to the parameters, as in MXNet.
+# ---------------------------------------------------------------------------------------------
+def _sample_forward(draw):
+    def forward(p, first, second):
+        out_shape = tuple(first.shape) + tuple(p.shape)
+        a = first.detach().to(torch.float64).reshape(tuple(first.shape) + (1,) * len(p.shape))
+        b = second.detach().to(torch.float64).reshape(a.shape)
+        out = torch.empty(out_shape, dtype=torch.float64, device=first.device)
+        return draw(out, a, b).to(_out_dtype(p))
+    return forward
+
+
+def _sample_shape(p, ins, outs):
+    params = merge(ins[0], ins[1])
+    ins = [params, params]
+    if known(params):
+        outs = [merge(outs[0], tuple(params) + tuple(p.shape))]
+    return ins, outs
+
+
+def _sample_type(p, ins, outs):
+    return ins, [np_dtype(p.dtype if p.dtype not in (None, 'None') else 'float32')]
+
+
+register(OpDef('_sample_uniform', _sample_forward(lambda out, low, high:
+                                                  out.uniform_() * (high - low) + low),
+               inputs=('low', 'high'),
+               params={'shape': Shape(()), 'dtype': DType('None', choices=_FLOATS)},
+               infer_shape=_sample_shape, infer_type=_sample_type,
+               aliases=('sample_uniform',)))
+register(OpDef('_sample_normal', _sample_forward(lambda out, mu, sigma:
+                                                 out.normal_() * sigma + mu),
+               inputs=('mu', 'sigma'),
+               params={'shape': Shape(()), 'dtype': DType('None', choices=_FLOATS)},
+               infer_shape=_sample_shape, infer_type=_sample_type,
+               aliases=('sample_normal',)))

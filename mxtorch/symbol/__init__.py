@@ -56,6 +56,31 @@ def eye(N, M=0, k=0, dtype=None, **kwargs):
                    func_name='_eye')
 
 
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
+    """`num` evenly spaced values from start to stop (included when endpoint)."""
+    return _create('_linspace', [], dict(start=start, stop=stop, num=num, endpoint=endpoint,
+                                         dtype=dtype or 'float32', name=name),
+                   func_name='_linspace')
+
+
+def _split_v2_params(indices_or_sections):
+    """MXNet's split_v2 arguments as _split_v2's params: an int is a number of equal sections,
+    a tuple the split points (0 is prepended)."""
+    if isinstance(indices_or_sections, int):
+        return {'indices': (), 'sections': indices_or_sections}
+    if isinstance(indices_or_sections, (tuple, list)):
+        # a list, as MXNet's helper passes it (the JSON attr reads "[0, 2]")
+        return {'indices': [0] + list(indices_or_sections), 'sections': 0}
+    raise ValueError('split_v2: indices_or_sections must be an int or a tuple, got %r'
+                     % (indices_or_sections,))
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Split `ary` along `axis` into equal sections (an int) or at the given indices."""
+    return _create('_split_v2', [ary], dict(_split_v2_params(indices_or_sections), axis=axis,
+                                            squeeze_axis=squeeze_axis), func_name='_split_v2')
+
+
 def _binary_helper(array_op, scalar_op, python_fn, rscalar_op=None):
     def helper(left, right):
         if isinstance(left, Symbol) and isinstance(right, Symbol):
@@ -73,5 +98,8 @@ def _binary_helper(array_op, scalar_op, python_fn, rscalar_op=None):
 maximum = _binary_helper('_Maximum', '_MaximumScalar', max)
 minimum = _binary_helper('_Minimum', '_MinimumScalar', min)
 hypot = _binary_helper('_Hypot', '_HypotScalar', lambda a, b: (a * a + b * b) ** 0.5)
-power = _binary_helper('_Power', '_PowerScalar', pow, '_rpower_scalar')
+power = _binary_helper('_Power', '_PowerScalar', pow, '_RPowerScalar')
 pow = power  # noqa: A001  (MXNet's name)
+
+
+Symbol.split_v2 = lambda self, *args, **kwargs: split_v2(self, *args, **kwargs)

@@ -109,9 +109,9 @@ def infer_graph_shapes(order, given, types=None):
         if node.op is None:
             hint = _shape_hint(node)
             shape = given.get(id(node))
-            if shape is not None and hint is not None:
-                shape = merge(hint, shape) if len(hint) == len(shape) else shape
-            table.put(node, (id(node), 0), shape if shape is not None else hint)
+            if hint is not None and not known(shape):
+                shape = hint           # as MXNet: a complete given shape wins over __shape__,
+            table.put(node, (id(node), 0), shape)       # a partial one does not
     types = types or {}
 
     def step(node):

@@ -135,8 +135,7 @@ class Symbol:
         if recursive:
             raise DeprecationWarning('Symbol.list_attr with recursive=True has been deprecated. '
                                      'Please use attr_dict instead.')
-        if self.name is None:
-            return {}
+        # as MXNet's shallow listing: a group shows its first output's node
         return _with_hidden_aliases(self._entries[0][0].attrs)
 
     def attr_dict(self):
@@ -196,8 +195,12 @@ class Symbol:
             by_name = {}
             for node in arguments:
                 by_name.setdefault(node.name, []).append(node)
+            unknown = [key for key in kwargs if key not in by_name]
+            if unknown:
+                raise MXNetError('Compose: keyword argument name %s not found; the arguments '
+                                 'are %s' % (', '.join(unknown), list(by_name)))
             for key, value in kwargs.items():
-                for node in by_name.get(key, []):
+                for node in by_name[key]:
                     replace[id(node)] = value._entries[0]
         if replace:
             self._entries = copy_graph(self._entries, replace)
