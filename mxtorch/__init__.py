@@ -33,3 +33,4 @@ from . import visualization as viz
 from . import module
 from . import module as mod
 from . import test_utils
+from . import operator  # noqa: A004  (mx.operator: Python custom operators)

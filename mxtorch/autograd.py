@@ -66,7 +66,21 @@ def predict_mode():
     return _Scope(None, False)
 
 
-_attached = weakref.WeakSet()     # NDArrays whose gradient backward() fills
+# NDArrays whose gradient backward() fills: id -> weak reference. (A WeakSet would compare
+# NDArrays with ==, which is element-wise, when the same array is attached twice.)
+_attached = {}
+
+
+def _attach(var):
+    key = id(var)
+    ref = _attached.get(key)
+    if ref is not None and ref() is var:
+        return
+
+    def forget(dead, key=key):
+        if _attached.get(key) is dead:
+            del _attached[key]
+    _attached[key] = weakref.ref(var, forget)
 
 
 def mark_variables(variables, gradients, grad_reqs='write'):
@@ -77,7 +91,7 @@ def mark_variables(variables, gradients, grad_reqs='write'):
         var._tensor.requires_grad_(req != 'null')
         var._grad = grad
         var._grad_req = req
-        _attached.add(var)
+        _attach(var)
 
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
@@ -90,7 +104,8 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
         head_grads = [head_grads]
     grads = [torch.ones_like(h._tensor) if g is None else g._tensor
              for h, g in zip(heads, head_grads)]
-    leaves = [v for v in list(_attached) if v._tensor.requires_grad]
+    attached = [ref() for ref in list(_attached.values())]
+    leaves = [v for v in attached if v is not None and v._tensor.requires_grad]
     results = torch.autograd.grad([h._tensor for h in heads], [v._tensor for v in leaves],
                                   grads, retain_graph=retain_graph, allow_unused=True)
     with torch.no_grad():

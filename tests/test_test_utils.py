@@ -103,10 +103,16 @@ def test_check_symbolic_forward_and_backward():
     lhs, rhs = np.random.normal(size=(2, 3)), np.random.normal(size=(3, 4))
     out = tu.check_symbolic_forward(mx.sym.dot(a, b), [lhs, rhs], [lhs @ rhs])
     assert out[0].shape == (2, 4)
+    # MXNet returns the executor's NDArrays (user code calls .asnumpy() on them)
+    assert isinstance(out[0], mx.nd.NDArray)
+    np.testing.assert_allclose(out[0].asnumpy(), lhs @ rhs, rtol=1e-5, atol=1e-5)
     with pytest.raises(AssertionError, match='output dot'):
         tu.check_symbolic_forward(mx.sym.dot(a, b), [lhs, rhs], [lhs @ rhs + 0.1])
     head = np.random.normal(size=(2, 4))
-    tu.check_symbolic_backward(mx.sym.dot(a, b), [lhs, rhs], [head], [head @ rhs.T, lhs.T @ head])
+    grads = tu.check_symbolic_backward(mx.sym.dot(a, b), [lhs, rhs], [head],
+                                       [head @ rhs.T, lhs.T @ head])
+    assert sorted(grads) == ['a', 'b'] and isinstance(grads['a'], mx.nd.NDArray)
+    np.testing.assert_allclose(grads['b'].asnumpy(), lhs.T @ head, rtol=1e-5, atol=1e-5)
     tu.check_symbolic_backward(mx.sym.dot(a, b), [lhs, rhs], [head], [head @ rhs.T, lhs.T @ head],
                                grad_req=['write', 'add'])
     with pytest.raises(AssertionError, match='gradient of b'):

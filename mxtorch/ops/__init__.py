@@ -3,4 +3,4 @@ from .registry import OpDef, register, defop, get_op, find_op, all_ops, canonica
 # each module registers its operators on import
 from . import elemwise, tensor, nn, loss, random  # noqa: F401
 from . import conv, norm, activation, matrix, reduce, indexing  # noqa: F401
-from . import rnn  # noqa: F401
+from . import rnn, custom  # noqa: F401

@@ -33,7 +33,9 @@ def _logical(fn):
 _BINARY = {
     'add': (torch.add, False), 'sub': (torch.sub, False), 'mul': (torch.mul, False),
     'div': (_div, False), 'mod': (torch.remainder, False), 'power': (torch.pow, False),
-    'maximum': (torch.maximum, False), 'minimum': (torch.minimum, False),
+    # ties: MXNet's gradient goes in full to lhs; NaN propagates from either side
+    'maximum': (lambda x, y: torch.where((x >= y) | torch.isnan(x), x, y), False),
+    'minimum': (lambda x, y: torch.where((x <= y) | torch.isnan(x), x, y), False),
     'hypot': (torch.hypot, False),
     'equal': (torch.eq, True), 'not_equal': (torch.ne, True), 'greater': (torch.gt, True),
     'greater_equal': (torch.ge, True), 'lesser': (torch.lt, True), 'lesser_equal': (torch.le, True),
@@ -42,11 +44,27 @@ _BINARY = {
 }
 
 
+def _check_shapes(name, lhs, rhs, broadcast):
+    if lhs.shape == rhs.shape:
+        return
+    if broadcast:
+        try:
+            torch.broadcast_shapes(lhs.shape, rhs.shape)
+            return
+        except RuntimeError:
+            pass
+    raise MXNetError('%s: operands could not be %s together with shapes lhs %s and rhs %s'
+                     % (name, 'broadcast' if broadcast else 'combined element-wise',
+                        tuple(lhs.shape), tuple(rhs.shape)))
+
+
 def _binary_forward(kind, name):
     fn, cast = _BINARY[kind]
+    broadcast = name.startswith('broadcast_')
 
     def forward(p, lhs, rhs):
         _check_same_dtype(name, lhs, rhs)
+        _check_shapes(name, lhs, rhs, broadcast)
         out = fn(lhs, rhs)
         return out.to(lhs.dtype) if cast else out
     forward.__name__ = name
@@ -134,12 +152,17 @@ _SCALAR_FUNCS = {
     'maximum': lambda x, s: torch.clamp(x, min=s), 'minimum': lambda x, s: torch.clamp(x, max=s),
     'hypot': lambda x, s: torch.hypot(x, torch.full_like(x, s)),
 }
+def _bool_like(x, scalar):
+    """The truth value of `scalar` as a 0-d bool tensor on x's device."""
+    return torch.tensor(bool(scalar), device=x.device)
+
+
 _SCALAR_CMP = {
     'equal': torch.eq, 'not_equal': torch.ne, 'greater': torch.gt, 'greater_equal': torch.ge,
     'lesser': torch.lt, 'lesser_equal': torch.le,
-    'logical_and': lambda x, s: torch.logical_and(x != 0, bool(s)),
-    'logical_or': lambda x, s: torch.logical_or(x != 0, bool(s)),
-    'logical_xor': lambda x, s: torch.logical_xor(x != 0, torch.tensor(bool(s))),
+    'logical_and': lambda x, s: torch.logical_and(x != 0, _bool_like(x, s)),
+    'logical_or': lambda x, s: torch.logical_or(x != 0, _bool_like(x, s)),
+    'logical_xor': lambda x, s: torch.logical_xor(x != 0, _bool_like(x, s)),
 }
 
 
@@ -233,7 +256,8 @@ register(OpDef('hard_sigmoid', _hard_sigmoid, params={'alpha': Float(0.2), 'beta
 
 
 def _clip(p, data):
-    return torch.clamp(data, p.a_min, p.a_max)
+    # integer data keeps its dtype: the bounds are cast to it first
+    return torch.clamp(data, cast_scalar(data, p.a_min), cast_scalar(data, p.a_max))
 
 
 register(OpDef('clip', _clip, params={'a_min': Float(), 'a_max': Float()}, infer_shape=same_shape))

@@ -6,6 +6,7 @@ them ignore head gradients. BlockGrad stops the gradient.
 """
 import torch
 
+from ..base import MXNetError
 from .params import Bool, Enum, Float
 from .registry import OpDef, register
 from .shapes import first, merge, prod, same_shape
@@ -200,3 +201,74 @@ def _block_grad(p, data):
 
 register(OpDef('BlockGrad', _block_grad, head_grad='zero', infer_shape=same_shape,
                aliases=('stop_gradient',)))
+
+
+# ---------------------------------------------------------------------------------------------
+# CTCLoss
+# ---------------------------------------------------------------------------------------------
+def _ctc_inputs(p):
+    names = ['data', 'label']
+    if p.use_data_lengths:
+        names.append('data_lengths')
+    if p.use_label_lengths:
+        names.append('label_lengths')
+    return tuple(names)
+
+
+def _ctc_loss(p, data, label, *lengths):
+    """Connectionist temporal classification loss per sequence: data (T, N, C) unnormalised
+    scores (softmax over C inside), label (N, L). blank_label='first': channel 0 is the blank,
+    labels are 1..C-1 and 0 pads a label row; 'last': channel C-1 is the blank, labels are
+    0..C-2 and -1 pads. Without label_lengths a row ends at its first padding value. The
+    gradient w.r.t. data is autograd's (softmax minus the CTC posteriors, times the head)."""
+    T, N, C = data.shape
+    lengths = list(lengths)
+    data_lengths = lengths.pop(0) if p.use_data_lengths else None
+    label_lengths = lengths.pop(0) if p.use_label_lengths else None
+    if label.dim() != 2 or label.shape[0] != N:
+        raise MXNetError('CTCLoss: label must have shape (batch_size=%d, max_label_length), '
+                         'got %s' % (N, tuple(label.shape)))
+    blank = 0 if p.blank_label == 'first' else C - 1
+    pad = 0 if p.blank_label == 'first' else -1
+    labels = label.long()
+    L = labels.shape[1]
+    if label_lengths is not None:
+        target_lengths = label_lengths.long().reshape(N)
+    else:
+        is_pad = labels == pad
+        first_pad = torch.where(is_pad, torch.arange(L, device=labels.device), L)
+        target_lengths = first_pad.min(dim=1).values if L else torch.zeros(N, dtype=torch.long)
+    input_lengths = (data_lengths.long().reshape(N) if data_lengths is not None
+                     else torch.full((N,), T, dtype=torch.long, device=data.device))
+    valid = torch.arange(L, device=labels.device) < target_lengths.unsqueeze(1)
+    if bool(((labels < 0) | (labels >= C) | (labels == blank))[valid].any()):
+        raise MXNetError('CTCLoss: label values must be in [%d, %d] (blank_label=%s), got %s'
+                         % (1 if blank == 0 else 0, C - 1 if blank == 0 else C - 2,
+                            p.blank_label, label.tolist()))
+    targets = torch.where(valid, labels, (blank + 1) % C)
+    compute = data if data.dtype in (torch.float32, torch.float64) else data.float()
+    loss = torch.nn.functional.ctc_loss(
+        torch.log_softmax(compute, dim=2), targets, input_lengths, target_lengths, blank=blank,
+        reduction='none', zero_infinity=False)
+    return loss.to(data.dtype)
+
+
+def _ctc_shape(p, ins, outs):
+    data = ins[0]
+    if data is None:
+        return ins, outs
+    n = data[1]
+    ins = list(ins)
+    if len(ins) > 2:
+        for k in range(2, len(ins)):
+            ins[k] = merge(ins[k], (n,))
+    return ins, [merge(outs[0], (n,))]
+
+
+register(OpDef('CTCLoss', _ctc_loss,
+               params={'use_data_lengths': Bool(False), 'use_label_lengths': Bool(False),
+                       'blank_label': Enum(('first', 'last'), 'first')},
+               inputs=_ctc_inputs, outputs=('output0',), infer_shape=_ctc_shape,
+               infer_type=lambda p, ins, outs: (
+                   [ins[0]] + [first(t, ins[0]) for t in ins[1:]], [ins[0]]),
+               aliases=('_contrib_CTCLoss', '_contrib_ctc_loss', 'ctc_loss')))

@@ -2,7 +2,7 @@
 import torch
 import torch.nn.functional as F
 
-from ..base import np_dtype, torch_dtype
+from ..base import MXNetError, np_dtype, torch_dtype
 from .params import Bool, DType, Enum, Float, Int, Shape
 from .registry import OpDef, register
 from .shapes import first, merge, prod, same_shape
@@ -184,13 +184,20 @@ def _masked_by_length(data, length, axis, fill):
     steps = torch.arange(data.shape[axis], device=data.device)
     shape = [1] * data.dim()
     shape[axis] = data.shape[axis]
-    valid = steps.reshape(shape) < length.long().reshape(
-        [data.shape[0]] + [1] * (data.dim() - 1))
+    # length has data's shape without `axis`
+    valid = steps.reshape(shape) < length.long().unsqueeze(axis)
     return data.masked_fill(~valid, fill), valid
+
+
+def _check_axis(name, axis, ndim):
+    if not -ndim <= axis < ndim:
+        raise MXNetError('%s: axis=%d is out of range for data with %d dimensions (expected '
+                         'an axis in [%d, %d])' % (name, axis, ndim, -ndim, ndim - 1))
 
 
 def _softmax_like(kind):
     def forward(p, data, length=None):
+        _check_axis(kind, p.axis, data.dim())
         x = data if p.temperature in (None, 1.0) else data / p.temperature
         if kind == 'softmin':
             x = -x
@@ -224,9 +231,31 @@ for _kind in ('softmax', 'log_softmax', 'softmin'):
                    infer_type=_softmax_type))
 
 
+class _InstanceSoftmaxGradAxis1(torch.autograd.Function):
+    """Softmax over the last axis whose backward, like MXNet 1.9.1's CPU kernel for
+    SoftmaxActivation(mode='instance') on data with more than two dimensions, uses the softmax
+    Jacobian over axis 1: grad = out * (g - sum_axis1(g * out)). (For 2-D data both agree.)"""
+
+    @staticmethod
+    def forward(ctx, data):
+        out = torch.softmax(data, dim=-1)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        out, = ctx.saved_tensors
+        return out * (grad - (grad * out).sum(dim=1, keepdim=True))
+
+
 def _softmax_activation(p, data):
-    """mode='instance': softmax over the last axis; 'channel': over axis 1."""
-    return torch.softmax(data, dim=1 if p.mode == 'channel' else -1)
+    """mode='instance': softmax over the last axis; 'channel': over axis 1. For instance mode on
+    data with more than two dimensions the gradient is MXNet's (see _InstanceSoftmaxGradAxis1)."""
+    if p.mode == 'channel':
+        return torch.softmax(data, dim=1)
+    if data.dim() > 2 and torch.is_grad_enabled() and data.requires_grad:
+        return _InstanceSoftmaxGradAxis1.apply(data)
+    return torch.softmax(data, dim=-1)
 
 
 register(OpDef('SoftmaxActivation', _softmax_activation,

@@ -22,8 +22,9 @@ JSON and NDArray code are generic over it and never name a specific operator:
   gradient is MXNet's own (SoftmaxOutput, the regression outputs, MakeLoss). The executor feeds
   it to autograd at the loss's input; imperative calls get it attached by `attach_gradient`.
 * `head_grad`: 'required' (normal), 'ignored' (loss outputs: their declared gradient is used
-  and head gradients are ignored) or 'zero' (BlockGrad: the output's gradient is identically
-  zero); or a function of the params giving one of those.
+  and head gradients are ignored), 'zero' (BlockGrad: the output's gradient is identically
+  zero) or 'ones' (no head gradient needed: the executor seeds the op's own backward with ones;
+  Custom ops with need_top_grad=False); or a function of the params giving one of those.
 * `update_aux(p, aux, outputs)` updates the aux tensors in place after a training pass from the
   pass's outputs (BatchNorm's moving averages); the executor calls it when it commits.
 * `init_hints`: {input name: initializer JSON} put on variables bound to those inputs.

@@ -232,3 +232,26 @@ register(OpDef('_eye', _eye, inputs=(), creation=True,
                        'dtype': DType('float32', choices=_ALL_DTYPES)},
                infer_shape=lambda p, ins, outs: (ins, [(p.N, p.M if p.M > 0 else p.N)]),
                infer_type=_dtype_param_rule))
+
+
+def _linspace_values(p):
+    if p.num < 0:
+        raise MXNetError('_linspace: num must be >= 0, got num=%d' % p.num)
+    if p.num == 1:
+        return np.array([p.start], dtype=np.float64)
+    step = (p.stop - p.start) / ((p.num - 1) if p.endpoint else p.num)
+    return p.start + step * np.arange(p.num, dtype=np.float64)
+
+
+def _linspace(p, device, out_shape):
+    """`num` evenly spaced values from start to stop (stop included when endpoint), computed in
+    double precision and then cast to dtype (integers truncate)."""
+    return torch.as_tensor(_linspace_values(p), device=device).to(torch_dtype(p.dtype))
+
+
+register(OpDef('_linspace', _linspace, inputs=(), creation=True,
+               params={'start': Float(), 'stop': Float(), 'num': Int(),
+                       'endpoint': Bool(True), 'ctx': Str(''),
+                       'dtype': DType('float32', choices=_ALL_DTYPES)},
+               infer_shape=lambda p, ins, outs: (ins, [(len(_linspace_values(p)),)]),
+               infer_type=_dtype_param_rule))

@@ -1,0 +1,109 @@
+"""mx.operator: operators written in Python, used through mx.sym.Custom / mx.nd.Custom.
+
+    class Softmax(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux): ...
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux): ...
+
+    @mx.operator.register('softmax')
+    class SoftmaxProp(mx.operator.CustomOpProp):
+        def list_arguments(self): return ['data', 'label']
+        def infer_shape(self, in_shape): return in_shape, [in_shape[0]], []
+        def create_operator(self, ctx, shapes, dtypes): return Softmax()
+
+The op's arrays are NDArrays; forward/backward run inside a torch.autograd.Function
+(ops/custom.py), so they take part in executors and mx.autograd alike.
+"""
+from .base import MXNetError
+from .ops import custom as _custom
+
+
+class CustomOp:
+    """Base class of a Python operator's computation."""
+
+    def __init__(self):
+        pass
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        """Compute out_data from in_data (use self.assign to honour req)."""
+        raise NotImplementedError('%s must implement forward' % type(self).__name__)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        """Compute in_grad from out_grad (use self.assign to honour req)."""
+        raise NotImplementedError('%s must implement backward' % type(self).__name__)
+
+    def assign(self, dst, req, src):
+        """dst = src ('write'/'inplace'), dst += src ('add'), nothing ('null')."""
+        if req == 'null':
+            return
+        if req in ('write', 'inplace'):
+            dst[:] = src
+        elif req == 'add':
+            dst[:] = dst + src
+        else:
+            raise MXNetError('CustomOp.assign: req must be null, write, inplace or add, got %r'
+                             % (req,))
+
+
+class CustomOpProp:
+    """Base class of a Python operator's description: its inputs, outputs, shapes and types.
+
+    need_top_grad: False for loss-like operators, whose backward does not use out_grad."""
+
+    def __init__(self, need_top_grad=True):
+        self.need_top_grad_ = need_top_grad
+
+    def list_arguments(self):
+        return ['data']
+
+    def list_outputs(self):
+        return ['output']
+
+    def list_auxiliary_states(self):
+        return []
+
+    def infer_shape(self, in_shape):
+        """(argument shapes, output shapes, aux shapes); default: outputs like the first input."""
+        return (in_shape, [in_shape[0]] * len(self.list_outputs()),
+                [in_shape[0]] * len(self.list_auxiliary_states()))
+
+    def infer_type(self, in_type):
+        """(argument types, output types, aux types); default: all the first input's type."""
+        return (in_type, [in_type[0]] * len(self.list_outputs()),
+                [in_type[0]] * len(self.list_auxiliary_states()))
+
+    def infer_storage_type(self, in_stype):
+        return (in_stype, ['default'] * len(self.list_outputs()),
+                ['default'] * len(self.list_auxiliary_states()))
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        deps = []
+        if self.need_top_grad_:
+            deps.extend(out_grad)
+        deps.extend(in_data)
+        deps.extend(out_data)
+        return deps
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        """The CustomOp that computes this operator."""
+        raise NotImplementedError('%s must implement create_operator' % type(self).__name__)
+
+
+def register(reg_name):
+    """Class decorator: register a CustomOpProp subclass as op_type `reg_name`."""
+    def do_register(prop_cls):
+        if not (isinstance(prop_cls, type) and issubclass(prop_cls, CustomOpProp)):
+            raise MXNetError('mx.operator.register(%r): expected a CustomOpProp subclass, got %r'
+                             % (reg_name, prop_cls))
+        _custom.PROPS[reg_name] = prop_cls
+        # a re-registered name gets fresh props and ops
+        for cache in (_custom._PROP_CACHE, _custom._OP_CACHE):
+            for key in [k for k in cache if dict(k if cache is _custom._PROP_CACHE
+                                                 else k[0]).get('op_type') == reg_name]:
+                del cache[key]
+        return prop_cls
+    return do_register
+
+
+def get_all_registered_operators():
+    """Names of the registered Python operators (mxtorch lists only Custom ones)."""
+    return sorted(_custom.PROPS)
