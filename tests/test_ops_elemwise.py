@@ -3,8 +3,6 @@ activations, the softmax family, elemwise_*/broadcast_*/scalar binary operators,
 creation operators) against MXNet 1.9.1: forward through mx.nd and a bound symbol, gradients,
 infer_shape/infer_type and rejected parameters from tests/fixtures/ops_elemwise.npz (made by
 gen_ops_elemwise.py), plus numeric gradient checks in float64."""
-import json
-
 import numpy as np
 import pytest
 
@@ -12,34 +10,16 @@ import mxtorch as mx
 from mxtorch.base import MXNetError
 from mxtorch.test_utils import check_numeric_gradient
 
-from conftest import FIXTURES
+from conftest import OpCases
 
-FIXTURE = np.load(FIXTURES / 'ops_elemwise.npz')
-META = json.loads(str(FIXTURE['meta']))
-CASES = META['cases']
+OPS = OpCases('ops_elemwise.npz')
+FIXTURE, _case_id, _arrays, _listed = OPS.data, OPS.case_id, OPS.arrays, OPS.listed
+META, CASES = OPS.meta, OPS.cases
 VARIADIC = ('add_n', 'ElementWiseSum')
 
 
 def _lookup(module, op):
     return getattr(module, op) if hasattr(module, op) else getattr(module._internal, op)
-
-
-def _case_id(index):
-    case = CASES[index]
-    params = ','.join('%s=%s' % kv for kv in sorted(case['params'].items()))
-    dtypes = ','.join(FIXTURE['c%d.in.%s' % (index, n)].dtype.name for n in case['inputs'])
-    return '%d-%s(%s)-%s' % (index, case['op'], params, dtypes)
-
-
-def _arrays(index, kind):
-    """{suffix: array} of the fixture entries c<index>.<kind>.<suffix>."""
-    prefix = 'c%d.%s.' % (index, kind)
-    return {k[len(prefix):]: FIXTURE[k] for k in FIXTURE.files if k.startswith(prefix)}
-
-
-def _listed(index, kind):
-    found = _arrays(index, kind)
-    return [found[str(k)] for k in range(len(found))]
 
 
 # MXNet computes these in float32 even for float64 data (float-typed parameters such as clip's

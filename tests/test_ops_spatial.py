@@ -2,8 +2,6 @@
 against MXNet 1.9.1: forward through mx.nd and a bound symbol, gradients and infer_shape from
 tests/fixtures/ops_spatial.npz (made by gen_ops_spatial.py), channel-last layouts against the
 channel-first references, numeric gradients, and the errors for bad parameters."""
-import json
-
 import numpy as np
 import pytest
 
@@ -11,30 +9,15 @@ import mxtorch as mx
 from mxtorch.base import MXNetError
 from mxtorch.test_utils import check_numeric_gradient
 
-from conftest import FIXTURES
+from conftest import OpCases
 
-FIXTURE = np.load(FIXTURES / 'ops_spatial.npz')
-CASES = json.loads(str(FIXTURE['meta']))['cases']
+OPS = OpCases('ops_spatial.npz')
+FIXTURE, _case_id, _arrays, _listed = OPS.data, OPS.case_id, OPS.arrays, OPS.listed
+CASES = OPS.cases
 VARIADIC = {'UpSampling', 'Crop'}
 TOLERANCE = {'float16': 1e-2, 'float32': 1e-5, 'float64': 1e-9}
 # MXNet evaluates these in float32 math even for float64 data
 FLOAT32_MATH = {'LeakyReLU'}
-
-
-def _case_id(index):
-    case = CASES[index]
-    params = ','.join('%s=%s' % kv for kv in sorted(case['params'].items()))
-    return '%d-%s(%s)-%s' % (index, case['op'], params, case['dtype'])
-
-
-def _arrays(index, kind):
-    prefix = 'c%d.%s.' % (index, kind)
-    return {k[len(prefix):]: FIXTURE[k] for k in FIXTURE.files if k.startswith(prefix)}
-
-
-def _listed(index, kind):
-    found = _arrays(index, kind)
-    return [found[str(k)] for k in range(len(found))]
 
 
 def _assert_close(got, want, what, op=None):
