@@ -29,34 +29,22 @@ def _context(text):
     return [mx.gpu(int(i)) for i in (ids.split(',') if ids else ['0'])]
 
 
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError('expected a positive integer, got %r' % text) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError('expected a positive integer, got %r' % text)
-    return value
+def _checked(convert, ok, expected):
+    """An argparse type: `convert` the text, then require `ok(value)`."""
+    def parse(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError('expected %s, got %r' % (expected, text))
+        return value
+    return parse
 
 
-def _positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError('expected a positive number, got %r' % text) from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError('expected a positive number, got %r' % text)
-    return value
-
-
-def _fraction(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError('expected a number in (0, 1), got %r' % text) from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError('expected a number in (0, 1), got %r' % text)
-    return value
+_positive_int = _checked(int, lambda v: v >= 1, 'a positive integer')
+_positive_float = _checked(float, lambda v: v > 0, 'a positive number')
+_fraction = _checked(float, lambda v: 0 < v < 1, 'a number in (0, 1)')
 
 
 def _optimizer_name(text):
