@@ -34,32 +34,6 @@ from .symbol.infer import infer_graph_shapes, infer_graph_types
 _GRAD_REQS = ('write', 'add', 'null')
 
 
-# Operators whose inputs a monitor names after their parameters (`fc_data`, `bn_gamma`); MXNet
-# names the inputs of every other operator `input0`, `input1`, ... and of variadic ones `arg<i>`.
-_NAMED_INPUT_OPS = frozenset([
-    'BatchNorm', 'BilinearSampler', 'Convolution', 'Correlation', 'Deconvolution', 'Dropout',
-    'Embedding', 'FullyConnected', 'GridGenerator', 'GroupNorm', 'IdentityAttachKLSparseReg',
-    'InstanceNorm', 'L2Normalization', 'LRN', 'LayerNorm', 'LeakyReLU', 'LinearRegressionOutput',
-    'LogisticRegressionOutput', 'MAERegressionOutput', 'MakeLoss', 'Pad', 'Pooling', 'RNN',
-    'ROIPooling', 'SVMOutput', 'SequenceLast', 'SequenceMask', 'SequenceReverse', 'SliceChannel',
-    'SoftmaxOutput', 'SpatialTransformer', 'SwapAxis', 'softmax', 'log_softmax', 'where', 'take',
-    'batch_take', 'pick', 'one_hot', 'tile', 'repeat', 'reverse', 'squeeze', 'diag',
-    'depth_to_space', 'space_to_depth', 'slice_like', 'gather_nd', 'scatter_nd',
-    'softmax_cross_entropy', 'ctc_loss', 'CTCLoss',
-])
-
-
-def _monitor_input_names(op, params, count):
-    """The names a monitor gives an operator's inputs, as MXNet 1.9.1 does."""
-    if op.variadic:
-        return ['arg%d' % i for i in range(count)]
-    names = op.input_names(params)
-    if op.name in _NAMED_INPUT_OPS or names[:2] == ['lhs', 'rhs'] or op.name.startswith(
-            ('_linalg_', 'linalg_')):
-        return names
-    return ['input%d' % i for i in range(count)]
-
-
 class Step:
     """One call of the plan: `outputs = fn(*inputs)`, fn made by `make_fn(train, device)`.
 
@@ -451,7 +425,7 @@ class Executor:
     def _run_step(self, step, values, namespace):
         args = [values[n] for n in step.inputs]
         if self._monitor is not None and self._monitor_all:
-            names = _monitor_input_names(step.op, step.params, len(args))
+            names = step.op.monitor_input_names(step.params, len(args))
             sources = step.node.inputs if not step.fused else [None] * len(args)
             for name, value, source in zip(names, args, sources):
                 if source is not None and source[0].op is None:

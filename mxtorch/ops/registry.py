@@ -36,6 +36,20 @@ import torch
 from ..base import MXNetError
 from .params import parse_params
 
+# Operators whose inputs a monitor names after their parameters (`fc_data`, `bn_gamma`); MXNet
+# names the inputs of every other operator `input0`, `input1`, ... and of variadic ones `arg<i>`.
+_NAMED_INPUT_OPS = frozenset([
+    'BatchNorm', 'BilinearSampler', 'Convolution', 'Correlation', 'Deconvolution', 'Dropout',
+    'Embedding', 'FullyConnected', 'GridGenerator', 'GroupNorm', 'IdentityAttachKLSparseReg',
+    'InstanceNorm', 'L2Normalization', 'LRN', 'LayerNorm', 'LeakyReLU', 'LinearRegressionOutput',
+    'LogisticRegressionOutput', 'MAERegressionOutput', 'MakeLoss', 'Pad', 'Pooling', 'RNN',
+    'ROIPooling', 'SVMOutput', 'SequenceLast', 'SequenceMask', 'SequenceReverse', 'SliceChannel',
+    'SoftmaxOutput', 'SpatialTransformer', 'SwapAxis', 'softmax', 'log_softmax', 'where', 'take',
+    'batch_take', 'pick', 'one_hot', 'tile', 'repeat', 'reverse', 'squeeze', 'diag',
+    'depth_to_space', 'space_to_depth', 'slice_like', 'gather_nd', 'scatter_nd',
+    'softmax_cross_entropy', 'ctc_loss', 'CTCLoss',
+])
+
 _REGISTRY = {}        # every name and alias -> OpDef
 _CANONICAL = {}       # canonical name -> OpDef
 
@@ -107,6 +121,16 @@ class OpDef:
     def input_names(self, p):
         """All inputs in graph order: arguments first, then auxiliary states."""
         return self.arg_names(p) + self.aux_names(p)
+
+    def monitor_input_names(self, p, count):
+        """The names a monitor gives the inputs, as MXNet 1.9.1 does."""
+        if self.variadic:
+            return ['arg%d' % i for i in range(count)]
+        names = self.input_names(p)
+        if self.name in _NAMED_INPUT_OPS or names[:2] == ['lhs', 'rhs'] or \
+                self.name.startswith(('_linalg_', 'linalg_')):
+            return names
+        return ['input%d' % i for i in range(count)]
 
     def output_names(self, p):
         return list(self._outputs(p))
