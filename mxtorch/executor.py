@@ -435,8 +435,8 @@ class Executor:
         results = result if isinstance(result, tuple) else (result,)
         values.update(zip(step.outputs, results))
         if self._monitor is not None:
-            visible = step.op.visible_output_names(step.params)
-            for suffix, value in zip(visible, results):
+            # every output, hidden ones too (BatchNorm's mean/var, Dropout's mask), as MXNet
+            for suffix, value in zip(step.op.output_names(step.params), results):
                 self._report('%s_%s' % (step.node.name, suffix), value)
 
     def _interpreter(self, is_train):

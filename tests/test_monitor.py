@@ -46,12 +46,17 @@ def test_default_stat_matches_numpy_for_outputs_args_and_aux():
     # BatchNorm's defaults: fix_gamma (gamma taken as 1), eps 1e-3, moving statistics in inference
     bn = ((fc - values['bn_moving_mean']) / np.sqrt(values['bn_moving_var'] + 1e-3)
           + values['bn_beta'])
-    expected = {'fc_output': fc, 'bn_output': bn, 'act_output': np.maximum(bn, 0)}
+    # BatchNorm's hidden outputs too, as MXNet 1.9.1 reports them: in inference the moving
+    # mean and 1/sqrt(moving var + eps)
+    expected = {'fc_output': fc, 'bn_output': bn, 'act_output': np.maximum(bn, 0),
+                'bn_mean': values['bn_moving_mean'],
+                'bn_var': 1 / np.sqrt(values['bn_moving_var'] + 1e-3)}
     expected.update(values)
     # operator outputs in execution order, then arguments, then auxiliary states
-    assert [name for _, name, _ in result] == ['fc_output', 'bn_output', 'act_output', 'data',
-                                               'fc_weight', 'fc_bias', 'bn_gamma', 'bn_beta',
-                                               'bn_moving_mean', 'bn_moving_var']
+    assert [name for _, name, _ in result] == ['fc_output', 'bn_output', 'bn_mean', 'bn_var',
+                                               'act_output', 'data', 'fc_weight', 'fc_bias',
+                                               'bn_gamma', 'bn_beta', 'bn_moving_mean',
+                                               'bn_moving_var']
     for step, name, text in result:
         assert step == 1 and text.endswith('\t') and text.count('\t') == 1
         assert float(text) == pytest.approx(rms(expected[name]), rel=1e-5), name
@@ -90,8 +95,9 @@ def test_pattern_is_matched_at_the_start_of_names():
     mon.install(exe)
     mon.tic()
     exe.forward()
-    assert [name for _, name, _ in mon.toc()] == ['bn_output', 'fc_weight', 'bn_gamma', 'bn_beta',
-                                                  'bn_moving_mean', 'bn_moving_var']
+    assert [name for _, name, _ in mon.toc()] == ['bn_output', 'bn_mean', 'bn_var', 'fc_weight',
+                                                  'bn_gamma', 'bn_beta', 'bn_moving_mean',
+                                                  'bn_moving_var']
 
 
 def test_sort_orders_by_name():
@@ -171,3 +177,30 @@ def test_fit_ticks_and_prints(caplog):
     assert lines[1][3] != lines[5][3]                     # the weight trained in between
     for _, _, name, value in lines[::2]:                  # 4 rows of 3 probabilities
         assert 1 / 3 - 1e-6 <= float(value) <= np.sqrt(1 / 3)
+
+
+def test_hidden_outputs_are_reported_like_mxnet():
+    # the names MXNet 1.9.1's executor gives its monitor callback for this graph, in both modes
+    x = mx.sym.Variable('data')
+    y = mx.sym.BatchNorm(x, name='bn')
+    y = mx.sym.Dropout(y, p=0.5, name='dr')
+    y = mx.sym.Pooling(y, kernel=(1, 1), pool_type='max', name='pool')
+    y = mx.sym.LRN(y, nsize=3, name='lrn')
+    exe = y.simple_bind(mx.cpu(), data=(2, 3, 2, 2))
+    exe.arg_dict['data'][:] = np.random.RandomState(0).randn(2, 3, 2, 2)
+    exe.arg_dict['bn_gamma'][:] = 1
+    seen = []
+    exe.set_monitor_callback(lambda name, array: seen.append((name, array.asnumpy())))
+    for is_train in (False, True):
+        seen.clear()
+        exe.forward(is_train=is_train)
+        assert [name for name, _ in seen] == [
+            'bn_output', 'bn_mean', 'bn_var', 'dr_output', 'dr_mask', 'pool_output',
+            'pool_workspace', 'lrn_output', 'lrn_tmp_norm']
+    values = dict(seen)
+    data = exe.arg_dict['data'].asnumpy()
+    np.testing.assert_allclose(values['bn_mean'], data.mean(axis=(0, 2, 3)), rtol=1e-5, atol=1e-6)
+    # Dropout's mask in training: 0 or 1/(1-p), and the output is the input times it
+    assert set(np.unique(values['dr_mask'])) <= {0.0, 2.0}
+    np.testing.assert_allclose(values['dr_output'], values['bn_output'] * values['dr_mask'],
+                               rtol=1e-6)
