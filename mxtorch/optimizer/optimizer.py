@@ -39,6 +39,11 @@ def _aggregation_size(default):
 _WHOLE_MODEL = 1 << 16
 
 
+def _zeros_like(weight):
+    """A state array: zeros of the weight's shape, context and dtype."""
+    return zeros(weight.shape, weight.context, dtype=weight.dtype)
+
+
 def _tensors(arrays):
     return [a._tensor for a in arrays]
 
@@ -327,7 +332,7 @@ class SGD(Optimizer):
     def create_state(self, index, weight):
         if self.momentum == 0.0:
             return None
-        return zeros(weight.shape, weight.context, dtype=weight.dtype)
+        return _zeros_like(weight)
 
     def _step(self, indices, weights, grads, states):
         """In place, a few multi-tensor calls per (lr, wd) group, no temporaries unless
@@ -387,7 +392,7 @@ class NAG(Optimizer):
     def create_state(self, index, weight):
         if self.momentum == 0.0:
             return None
-        return zeros(weight.shape, weight.context, dtype=weight.dtype)
+        return _zeros_like(weight)
 
     def _step(self, indices, weights, grads, states):
         self._update_count(indices)
@@ -437,8 +442,7 @@ class Adam(Optimizer):
         self.aggregate_num = _aggregation_size(4)
 
     def create_state(self, index, weight):
-        return (zeros(weight.shape, weight.context, dtype=weight.dtype),
-                zeros(weight.shape, weight.context, dtype=weight.dtype))
+        return _zeros_like(weight), _zeros_like(weight)
 
     def _step(self, indices, weights, grads, states):
         self._update_count(indices)
@@ -582,8 +586,7 @@ class Adamax(Optimizer):
         self.beta2 = beta2
 
     def create_state(self, index, weight):
-        return (zeros(weight.shape, weight.context, dtype=weight.dtype),
-                zeros(weight.shape, weight.context, dtype=weight.dtype))
+        return _zeros_like(weight), _zeros_like(weight)
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
@@ -620,8 +623,7 @@ class Nadam(Optimizer):
         self.m_schedule = 1.
 
     def create_state(self, index, weight):
-        return (zeros(weight.shape, weight.context, dtype=weight.dtype),
-                zeros(weight.shape, weight.context, dtype=weight.dtype))
+        return _zeros_like(weight), _zeros_like(weight)
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
@@ -690,7 +692,7 @@ class Signum(Optimizer):
     def create_state(self, index, weight):
         if self.momentum == 0.0:
             return None
-        return zeros(weight.shape, weight.context, dtype=weight.dtype)
+        return _zeros_like(weight)
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
@@ -722,7 +724,7 @@ class FTML(Optimizer):
         self.epsilon = epsilon
 
     def create_state(self, index, weight):
-        return tuple(zeros(weight.shape, weight.context, dtype=weight.dtype) for _ in range(3))
+        return tuple(_zeros_like(weight) for _ in range(3))
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
@@ -762,8 +764,7 @@ class LAMB(Optimizer):
         self.aggregate_num = max(1, min(45, _aggregation_size(45)))
 
     def create_state(self, index, weight):
-        return (zeros(weight.shape, weight.context, dtype=weight.dtype),
-                zeros(weight.shape, weight.context, dtype=weight.dtype))
+        return _zeros_like(weight), _zeros_like(weight)
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
@@ -832,7 +833,7 @@ class LARS(Optimizer):
     def create_state(self, index, weight):
         if self.momentum == 0.0:
             return None
-        return zeros(weight.shape, weight.context, dtype=weight.dtype)
+        return _zeros_like(weight)
 
     def _scales_rate(self, index):
         name = self.idx2name.get(index, str(index))
@@ -895,7 +896,7 @@ class DCASGD(Optimizer):
     def create_state(self, index, weight):
         mom = None
         if self.momentum != 0.0:
-            mom = zeros(weight.shape, weight.context, dtype=weight.dtype)
+            mom = _zeros_like(weight)
         return (mom, weight.copy())
 
     def update(self, index, weight, grad, state):
