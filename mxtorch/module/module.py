@@ -9,40 +9,12 @@ from ..base import MXNetError
 from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
-from ..kvstore import KVStore, create as create_kvstore, worker_rank
-from ..model import load_checkpoint
+from ..kvstore import worker_rank
+from ..model import _create_kvstore, _initialize_kvstore, load_checkpoint
 from ..ndarray import NDArray, array as nd_array, zeros
 from ..ndarray.serialization import atomic_write
 from .base_module import BaseModule, ModuleStateError, check_input_names, parse_data_desc
 from .executor_group import DataParallelExecutorGroup
-
-_LARGE_PARAM = 16 * 1024 * 1024      # a 'local' store updates larger parameters on the devices
-
-
-def create_kvstore_for(kvstore, num_device, arg_params):
-    """(kvstore or None, update_on_kvstore) as MXNet's Module decides them."""
-    import os
-    update_on_kvstore = bool(int(os.environ.get('MXNET_UPDATE_ON_KVSTORE', '1')))
-    if kvstore is None:
-        kv = None
-    elif isinstance(kvstore, KVStore) or hasattr(kvstore, 'pushpull'):
-        kv = kvstore
-    elif isinstance(kvstore, str):
-        if num_device == 1 and 'dist' not in kvstore:
-            kv = None                  # one device and no workers: nothing to aggregate
-        else:
-            kv = create_kvstore(kvstore)
-            if kvstore == 'local' and arg_params and \
-                    max(a.size for a in arg_params.values()) > _LARGE_PARAM:
-                update_on_kvstore = False
-    else:
-        raise TypeError('kvstore must be KVStore, str or None')
-    if kv is None:
-        update_on_kvstore = False
-    else:
-        update_on_kvstore &= kv.is_capable('optimizer')
-    return kv, update_on_kvstore
-
 
 class Module(BaseModule):
     """A module wrapping one Symbol; see the MXNet Module API."""
@@ -309,7 +281,7 @@ class Module(BaseModule):
             return
         if self._params_dirty:
             self._sync_params_from_devices()
-        kv, update_on_kvstore = create_kvstore_for(kvstore, len(self._context), self._arg_params)
+        kv, update_on_kvstore = _create_kvstore(kvstore, len(self._context), self._arg_params)
         batch_size = self._exec_group.batch_size
         if kv is not None and 'dist' in kv.type and '_sync' in kv.type:
             batch_size *= kv.num_workers
@@ -342,10 +314,8 @@ class Module(BaseModule):
                 kv.set_gradient_compression(self._compression_params)
             if update_on_kvstore:
                 kv.set_optimizer(self._optimizer)
-            for i, (name, block) in enumerate(zip(names, self._exec_group.param_arrays)):
-                kv.init(name, self._arg_params[name])
-                if update_on_kvstore:
-                    kv.pull(name, block, priority=-i)
+            _initialize_kvstore(kv, self._exec_group.param_arrays, self._arg_params, names,
+                                update_on_kvstore)
         if not update_on_kvstore:
             self._updater = opt.get_updater(optimizer)
         self.optimizer_initialized = True
