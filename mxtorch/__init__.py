@@ -20,6 +20,7 @@ from . import initializer as init
 from . import optimizer, lr_scheduler
 from . import metric
 from . import io
+from . import recordio
 from . import kvstore
 from . import kvstore as kv
 from . import model

@@ -125,9 +125,9 @@ def test_install_aliases_every_submodule_and_uninstall_removes_them():
             import mxnet.gluon.nn  # noqa: F401
         with pytest.raises(ImportError, match="NumPy interface is outside mxtorch's scope"):
             from mxnet import np  # noqa: F401
-        with pytest.raises(ModuleNotFoundError, match="No module named 'mxnet.recordio'") as e:
-            import mxnet.recordio  # noqa: F401
-        assert e.value.name == 'mxnet.recordio'
+        with pytest.raises(ModuleNotFoundError, match="No module named 'mxnet.image'") as e:
+            import mxnet.image  # noqa: F401
+        assert e.value.name == 'mxnet.image'
     finally:
         compat.uninstall()
     assert _mxnet_modules() == []

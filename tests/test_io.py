@@ -1,4 +1,5 @@
 """mx.io: golden NDArrayIter batching, reference fixtures and independent NumPy models."""
+import gzip
 import json
 import pickle
 
@@ -416,3 +417,131 @@ def test_prefetching_single_iter_and_errors():
 
     with pytest.raises(RuntimeError, match='disk on fire'):
         io.PrefetchingIter(Broken()).next()
+
+
+# ---- MNISTIter (fixtures made by tests/fixtures/gen_mnist_recordio.py) -------------------------
+MNIST_IMAGES = FIXTURES / 'mnist-images-idx3-ubyte'
+MNIST_LABELS = FIXTURES / 'mnist-labels-idx1-ubyte'
+
+
+def _mnist(**kwargs):
+    kwargs = dict(dict(image=str(MNIST_IMAGES), label=str(MNIST_LABELS), silent=True), **kwargs)
+    return io.MNISTIter(**kwargs)
+
+
+def _mnist_file_arrays():
+    """The fixture's images (N, rows, cols) and labels, read independently of MNISTIter."""
+    raw = MNIST_IMAGES.read_bytes()
+    count, rows, cols = (int.from_bytes(raw[i:i + 4], 'big') for i in (4, 8, 12))
+    images = np.frombuffer(raw[16:], np.uint8).reshape(count, rows, cols)
+    return images, np.frombuffer(MNIST_LABELS.read_bytes()[8:], np.uint8)
+
+
+@pytest.fixture(scope='module')
+def mnist_reference():
+    with np.load(FIXTURES / 'mnist.npz') as ref:
+        return {key: ref[key] for key in ref.files}
+
+
+@pytest.mark.parametrize('case', ['b8', 'b16_flat', 'b4_part1of3', 'b7_named'])
+def test_reference_mnist(mnist_reference, case):
+    meta = json.loads(str(mnist_reference['meta']))['cases'][case]
+    it = _mnist(shuffle=False, **meta['kwargs'])
+    assert [[d.name, list(d.shape), np.dtype(d.dtype).name] for d in it.provide_data] == \
+        meta['provide_data']
+    assert [[d.name, list(d.shape), np.dtype(d.dtype).name] for d in it.provide_label] == \
+        meta['provide_label']
+    for epoch in _epochs_raw(it, 2):
+        assert [b.pad for b in epoch] == meta['pads']
+        data = np.stack([b.data[0].asnumpy() for b in epoch])
+        label = np.stack([b.label[0].asnumpy() for b in epoch])
+        assert data.dtype == label.dtype == np.float32
+        np.testing.assert_array_equal(data, mnist_reference[case + '.data'])
+        np.testing.assert_array_equal(label, mnist_reference[case + '.label'])
+
+
+def test_mnist_scaling_index_and_dropped_tail():
+    images, labels = _mnist_file_arrays()
+    batches = list(_mnist(shuffle=False, batch_size=16))
+    assert len(batches) == 3                                # 50 samples: the last 2 are dropped
+    for i, batch in enumerate(batches):
+        rows = np.arange(16 * i, 16 * (i + 1))
+        assert batch.index.dtype == np.uint64 and batch.index.tolist() == rows.tolist()
+        np.testing.assert_array_equal(batch.data[0].asnumpy()[:, 0], images[rows] / 256.0)
+        np.testing.assert_array_equal(batch.label[0].asnumpy(), labels[rows])
+    assert batches[0].data[0].asnumpy()[0, 0, 0, :3].tolist() == [0, 0.5, 255 / 256]
+
+
+@pytest.mark.parametrize('num_parts', [1, 3])
+def test_mnist_shuffle_is_a_seeded_permutation(num_parts):
+    images, labels = _mnist_file_arrays()
+    for part in range(num_parts):
+        start, stop = 50 * part // num_parts, 50 * (part + 1) // num_parts
+        batch_size = 5 if num_parts == 1 else 4
+
+        def order(seed, it=None):
+            it = it or _mnist(shuffle=True, seed=seed, batch_size=batch_size,
+                              num_parts=num_parts, part_index=part)
+            rows = []
+            for batch in it:
+                index = batch.index.astype(np.int64)
+                np.testing.assert_array_equal(batch.data[0].asnumpy()[:, 0], images[index] / 256.)
+                np.testing.assert_array_equal(batch.label[0].asnumpy(), labels[index])
+                rows += index.tolist()
+            return rows
+
+        it = _mnist(shuffle=True, seed=3, batch_size=batch_size, num_parts=num_parts,
+                    part_index=part)
+        first = order(3, it)
+        assert len(first) == (stop - start) // batch_size * batch_size
+        assert len(set(first)) == len(first) and set(first) <= set(range(start, stop))
+        if (stop - start) % batch_size == 0:
+            assert sorted(first) == list(range(start, stop))
+        assert first != sorted(first)
+        it.reset()
+        assert order(3, it) == first == order(3)            # shuffled once, at construction
+        assert order(4) != first
+
+
+def test_mnist_gzip_and_silent(tmp_path, capsys):
+    for name in ('images', 'labels'):
+        (tmp_path / name).write_bytes(gzip.compress((FIXTURES / ('mnist-%s-idx%s-ubyte' % (
+            name, 3 if name == 'images' else 1))).read_bytes()))
+    it = io.MNISTIter(image=str(tmp_path / 'images'), label=str(tmp_path / 'labels'),
+                      batch_size=10, shuffle=False, flat=True)
+    assert 'load 50 images, shuffle=0, shape=[10, 42]' in capsys.readouterr().err
+    for got, want in zip(it, _mnist(batch_size=10, shuffle=False, flat=True)):
+        np.testing.assert_array_equal(got.data[0].asnumpy(), want.data[0].asnumpy())
+        np.testing.assert_array_equal(got.label[0].asnumpy(), want.label[0].asnumpy())
+
+
+def test_mnist_header_and_argument_errors(tmp_path):
+    image, label = MNIST_IMAGES.read_bytes(), MNIST_LABELS.read_bytes()
+
+    def fails(match, image_bytes=image, label_bytes=label, **kwargs):
+        (tmp_path / 'i').write_bytes(image_bytes)
+        (tmp_path / 'l').write_bytes(label_bytes)
+        with pytest.raises(MXNetError, match=match):
+            io.MNISTIter(image=str(tmp_path / 'i'), label=str(tmp_path / 'l'), silent=True,
+                         **dict(dict(batch_size=4), **kwargs))
+
+    huge = image[:4] + (2 ** 31).to_bytes(4, 'big') + image[8:]
+    fails(r"image file .*/i' .* magic number 0x00000801, expected 0x00000803", label, label)
+    fails(r"label file .*/l' .* magic number 0x00000803, expected 0x00000801", image, image)
+    fails(r"image file .* shape \(2147483648, 7, 6\).* 90194313216 bytes .* holds 2100", huge)
+    fails(r'shape \(50, 7, 6\), i.e. 2100 bytes .* holds 2099', image[:-1])
+    fails(r'shape \(50, 7, 6\), i.e. 2100 bytes .* holds 2101', image + b'\0')
+    fails(r"image file .* holds 10 bytes, too few for an IDX header of 16", image[:10])
+    fails(r"label file .* holds 0 bytes", label_bytes=b'')
+    fails(r'holds 50 images but label file .* holds 49 labels',
+          label_bytes=label[:7] + b'\x31' + label[8:-1])
+    fails('cannot read image file', image_bytes=b'\x1f\x8bnot gzip')
+    fails('batch_size 20 is larger than the 16 samples of part 0 of 3', batch_size=20,
+          num_parts=3)
+    fails('only float32', dtype='float64')
+    with pytest.raises(MXNetError, match="cannot read image file 'missing'"):
+        io.MNISTIter(image='missing', label=str(MNIST_LABELS))
+    with pytest.raises(ValueError, match='batch_size'):
+        _mnist(batch_size=0)
+    with pytest.raises(ValueError, match='part_index'):
+        _mnist(num_parts=2, part_index=2)

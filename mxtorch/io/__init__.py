@@ -3,6 +3,7 @@ from . import io, utils
 from .io import DataDesc, DataBatch, DataIter, ResizeIter, PrefetchingIter
 from .ndarray_iter import NDArrayIter
 from .csv_iter import CSVIter
+from .mnist_iter import MNISTIter
 
 __all__ = ['DataDesc', 'DataBatch', 'DataIter', 'ResizeIter', 'PrefetchingIter', 'NDArrayIter',
-           'CSVIter']
+           'CSVIter', 'MNISTIter']

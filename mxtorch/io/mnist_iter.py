@@ -1,0 +1,120 @@
+"""MNISTIter: batches of images and labels read from MNIST's IDX files."""
+import gzip
+import struct
+import sys
+
+import numpy as np
+
+from ..base import MXNetError, integer_types
+from ..ndarray import array
+from .io import DataDesc, DataIter
+from .utils import _part_range, _take
+
+_IMAGE_MAGIC, _LABEL_MAGIC = 0x803, 0x801    # IDX: unsigned bytes, 3 and 1 dimensions
+
+
+def _read_idx(path, magic, argument):
+    """The uint8 array in IDX file `path`, after checking its magic number and its sizes."""
+    try:
+        with open(path, 'rb') as f:
+            raw = f.read()
+        if raw[:2] == b'\x1f\x8b':
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError) as err:
+        raise MXNetError('MNISTIter: cannot read %s file %r: %s' % (argument, path, err)) from None
+    ndim = magic & 0xff
+    head = 4 * (1 + ndim)
+    if len(raw) < head:
+        raise MXNetError('MNISTIter: %s file %r holds %d bytes, too few for an IDX header of %d'
+                         % (argument, path, len(raw), head))
+    found, *shape = struct.unpack('>%dI' % (1 + ndim), raw[:head])
+    if found != magic:
+        raise MXNetError('MNISTIter: %s file %r starts with magic number 0x%08x, expected 0x%08x '
+                         '(IDX of unsigned bytes with %d dimension%s)'
+                         % (argument, path, found, magic, ndim, 's' if ndim > 1 else ''))
+    size = 1
+    for dim in shape:
+        size *= dim
+    if len(raw) - head != size:
+        raise MXNetError('MNISTIter: the header of %s file %r gives shape %s, i.e. %d bytes of '
+                         'data, but the file holds %d bytes after the header'
+                         % (argument, path, tuple(shape), size, len(raw) - head))
+    return np.frombuffer(raw, dtype=np.uint8, count=size, offset=head).reshape(shape)
+
+
+class MNISTIter(DataIter):
+    """Iterate over MNIST-format IDX files (plain or gzip'ed) in batches.
+
+    Images (any rows x cols) become float32 pixel/256, shaped (batch_size, 1, rows, cols), or
+    (batch_size, rows*cols) with `flat=True`; labels float32 of shape (batch_size,). Only full
+    batches are produced: the trailing samples that do not fill a batch are dropped (pad is 0).
+    `shuffle` permutes the samples once, at construction, with NumPy's RandomState(seed), so
+    every epoch has the same order (MXNet also shuffles once, with its own generator, so the
+    orders differ from MXNet's). num_parts / part_index: the samples are split into contiguous,
+    near-equal pieces (piece i = [N*i//num_parts, N*(i+1)//num_parts)) and only piece
+    `part_index` is read. `index` holds each sample's position in the files (uint64).
+    `prefetch_buffer` and `ctx` are accepted for MXNet compatibility; `dtype` must be float32.
+    """
+
+    def __init__(self, image='./train-images-idx3-ubyte', label='./train-labels-idx1-ubyte',
+                 batch_size=128, shuffle=True, flat=False, seed=0, silent=False, num_parts=1,
+                 part_index=0, prefetch_buffer=4, ctx='gpu', dtype=None, data_name='data',
+                 label_name='softmax_label'):
+        super().__init__(batch_size)
+        if not (isinstance(batch_size, integer_types) and batch_size > 0):
+            raise ValueError('MNISTIter: batch_size must be a positive int, got %r' % (batch_size,))
+        if dtype is not None and np.dtype(dtype) != np.float32:
+            raise MXNetError('MNISTIter: only float32 output is supported, got dtype=%s' % dtype)
+        images = _read_idx(image, _IMAGE_MAGIC, 'image')
+        labels = _read_idx(label, _LABEL_MAGIC, 'label')
+        if len(images) != len(labels):
+            raise MXNetError('MNISTIter: image file %r holds %d images but label file %r holds %d '
+                             'labels' % (image, len(images), label, len(labels)))
+        self._first, stop = _part_range(len(images), num_parts, part_index)
+        self.num_data = stop - self._first
+        if batch_size > self.num_data:
+            raise MXNetError('MNISTIter: batch_size %d is larger than the %d samples of part %d '
+                             'of %d' % (batch_size, self.num_data, part_index, num_parts))
+        self._order = np.arange(self.num_data)
+        if shuffle:
+            self._order = np.random.RandomState(seed).permutation(self.num_data)
+        rows = self._first + self._order
+        shape = (-1, images.shape[1] * images.shape[2]) if flat else (-1, 1) + images.shape[1:]
+        self._data = array(images[rows].astype(np.float32).reshape(shape) / 256)
+        self._label = array(labels[rows].astype(np.float32))
+        self.data_name, self.label_name = data_name, label_name
+        self._pos = -batch_size
+        if not silent:
+            print('MNISTIter: load %d images, shuffle=%d, shape=%s'
+                  % (self.num_data, bool(shuffle), list(self.provide_data[0].shape)),
+                  file=sys.stderr)
+
+    @property
+    def provide_data(self):
+        return [DataDesc(self.data_name, (self.batch_size,) + self._data.shape[1:], np.float32)]
+
+    @property
+    def provide_label(self):
+        return [DataDesc(self.label_name, (self.batch_size,), np.float32)]
+
+    def reset(self):
+        self._pos = -self.batch_size
+
+    def iter_next(self):
+        if self._pos + 2 * self.batch_size > self.num_data:
+            return False
+        self._pos += self.batch_size
+        return True
+
+    def getdata(self):
+        return [_take(self._data, 0, self._pos, self._pos + self.batch_size)]
+
+    def getlabel(self):
+        return [_take(self._label, 0, self._pos, self._pos + self.batch_size)]
+
+    def getpad(self):
+        return 0
+
+    def getindex(self):
+        rows = self._order[self._pos:self._pos + self.batch_size] + self._first
+        return rows.astype(np.uint64)
