@@ -719,12 +719,15 @@ class BaseConvRNNCell(BaseRNNCell):
     the i2h convolution's output, batch 0. h2h convolutions keep the state's size: odd kernels,
     stride 1, padding dilate * (kernel - 1) / 2."""
     _gate_names = ()
+    _default_prefix = ''
 
-    def __init__(self, input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel, i2h_stride,
-                 i2h_pad, i2h_dilate, i2h_weight_initializer, h2h_weight_initializer,
-                 i2h_bias_initializer, h2h_bias_initializer, activation, prefix='',
-                 params=None, conv_layout='NCHW'):
-        super().__init__(prefix=prefix, params=params)
+    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1),
+                 i2h_kernel=(3, 3), i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1),
+                 i2h_weight_initializer=None, h2h_weight_initializer=None,
+                 i2h_bias_initializer='zeros', h2h_bias_initializer='zeros',
+                 activation=_LEAKY, prefix=None, params=None, conv_layout='NCHW'):
+        super().__init__(prefix=self._default_prefix if prefix is None else prefix,
+                         params=params)
         self._h2h_kernel = _pair(h2h_kernel, '%s: h2h_kernel' % type(self).__name__)
         if self._h2h_kernel[0] % 2 != 1 or self._h2h_kernel[1] % 2 != 1:
             raise MXNetError('%s: h2h_kernel must be odd (the state keeps its size), given %s'
@@ -774,16 +777,7 @@ class ConvRNNCell(BaseConvRNNCell):
     """h' = activation(conv_i(x) + conv_h(h)); one state. activation: an Activation act_type
     or a callable (default LeakyReLU with slope 0.2)."""
     _gate_names = ('',)
-
-    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1),
-                 i2h_kernel=(3, 3), i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1),
-                 i2h_weight_initializer=None, h2h_weight_initializer=None,
-                 i2h_bias_initializer='zeros', h2h_bias_initializer='zeros',
-                 activation=_LEAKY, prefix='ConvRNN_', params=None, conv_layout='NCHW'):
-        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel,
-                         i2h_stride, i2h_pad, i2h_dilate, i2h_weight_initializer,
-                         h2h_weight_initializer, i2h_bias_initializer, h2h_bias_initializer,
-                         activation, prefix=prefix, params=params, conv_layout=conv_layout)
+    _default_prefix = 'ConvRNN_'
 
     def __call__(self, inputs, states):
         name = self._step_name()
@@ -796,16 +790,7 @@ class ConvLSTMCell(BaseConvRNNCell):
     """The convolutional LSTM (Shi et al., NIPS 2015): gates (i, f, c, o) on the channel axis,
     `activation` in place of tanh for the candidate and the output; states [h, c]."""
     _gate_names = ('_i', '_f', '_c', '_o')
-
-    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1),
-                 i2h_kernel=(3, 3), i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1),
-                 i2h_weight_initializer=None, h2h_weight_initializer=None,
-                 i2h_bias_initializer='zeros', h2h_bias_initializer='zeros',
-                 activation=_LEAKY, prefix='ConvLSTM_', params=None, conv_layout='NCHW'):
-        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel,
-                         i2h_stride, i2h_pad, i2h_dilate, i2h_weight_initializer,
-                         h2h_weight_initializer, i2h_bias_initializer, h2h_bias_initializer,
-                         activation, prefix=prefix, params=params, conv_layout=conv_layout)
+    _default_prefix = 'ConvLSTM_'
 
     def __call__(self, inputs, states):
         name = self._step_name()
@@ -828,16 +813,7 @@ class ConvGRUCell(BaseConvRNNCell):
     """The convolutional GRU: gates (r, z, n) on the channel axis,
     n = activation(conv_in(x) + r * conv_hn(h)), h' = (1 - z) * n + z * h; one state."""
     _gate_names = ('_r', '_z', '_o')
-
-    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1),
-                 i2h_kernel=(3, 3), i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1),
-                 i2h_weight_initializer=None, h2h_weight_initializer=None,
-                 i2h_bias_initializer='zeros', h2h_bias_initializer='zeros',
-                 activation=_LEAKY, prefix='ConvGRU_', params=None, conv_layout='NCHW'):
-        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel,
-                         i2h_stride, i2h_pad, i2h_dilate, i2h_weight_initializer,
-                         h2h_weight_initializer, i2h_bias_initializer, h2h_bias_initializer,
-                         activation, prefix=prefix, params=params, conv_layout=conv_layout)
+    _default_prefix = 'ConvGRU_'
 
     def __call__(self, inputs, states):
         name = self._step_name()
