@@ -35,3 +35,5 @@ from . import module
 from . import module as mod
 from . import test_utils
 from . import operator  # noqa: A004  (mx.operator: Python custom operators)
+from . import random as rnd
+from . import contrib, engine, log, profiler, runtime, util

@@ -26,8 +26,8 @@ ALIAS = 'mxnet'
 TARGET = 'mxtorch'
 
 SCOPE = ("mxtorch reimplements MXNet 1.x's symbolic stack (mx.nd, mx.sym, executors, the "
-         "mx.mod Module API, io, metric, optimizer, initializer, kvstore, callback, model, "
-         "monitor, rnn, test_utils)")
+         "mx.mod Module API, io, recordio, metric, optimizer, initializer, kvstore, callback, "
+         "model, monitor, rnn, operator, test_utils, viz, profiler, runtime, engine, log, util)")
 OUT_OF_SCOPE = {'gluon': 'Gluon',
                 'numpy': "MXNet's NumPy interface", 'np': "MXNet's NumPy interface",
                 'numpy_extension': "MXNet's NumPy extensions", 'npx': "MXNet's NumPy extensions"}

@@ -1,0 +1,17 @@
+"""mx.contrib: MXNet's experimental namespace.
+
+`mx.contrib.nd` (`mx.contrib.ndarray`) and `mx.contrib.sym` (`mx.contrib.symbol`) are
+mxtorch's `mx.nd.contrib` and `mx.sym.contrib`: the operators registered as `_contrib_<name>`,
+under `<name>`. They are also importable as `mxtorch.contrib.ndarray` etc.
+"""
+import sys
+
+from ..ndarray import contrib as ndarray
+from ..symbol import contrib as symbol
+
+nd = ndarray
+sym = symbol
+
+for _short, _module in (('ndarray', ndarray), ('nd', ndarray), ('symbol', symbol),
+                        ('sym', symbol)):
+    sys.modules.setdefault('%s.%s' % (__name__, _short), _module)
