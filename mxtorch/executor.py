@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch.autograd.variable import Variable
 
+from . import profiler
 from .base import MXNetError, np_dtype, torch_dtype
 from .context import Context
 from .ndarray.ndarray import NDArray, _wrap
@@ -288,7 +289,7 @@ class Executor:
     def _run(self, is_train, with_grad):
         """Run the plan; remember what backward needs."""
         inputs = self._inputs(with_grad)
-        if self._monitor is not None:
+        if self._monitor is not None or profiler.recording():
             fn = self._interpreter(is_train)
         elif is_train:
             fn = self._forward_train
@@ -431,7 +432,11 @@ class Executor:
                 if source is not None and source[0].op is None:
                     self._report(source[0].name, value)      # a variable, under its own name
                 self._report('%s_%s' % (step.node.name, name), value)
-        result = namespace[step.fn_name](*args)
+        if profiler.recording():
+            with profiler.operator_range(step.op.name):
+                result = namespace[step.fn_name](*args)
+        else:
+            result = namespace[step.fn_name](*args)
         results = result if isinstance(result, tuple) else (result,)
         values.update(zip(step.outputs, results))
         if self._monitor is not None:

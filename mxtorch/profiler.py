@@ -5,8 +5,10 @@ stretch of running, unpaused time); dump() writes every recorded session as one 
 file at the configured filename; dumps() returns MXNet-style aggregate statistics (with
 aggregate_stats=True). Domain, Task, Frame, Event, Counter and Marker record ranges through
 torch.profiler.record_function; dump() writes counters as 'C' events and markers as instant
-events. Operators appear under torch's names (aten::addmm, ...): every operator is recorded, so
-profile_symbolic and profile_imperative cannot narrow what is recorded.
+events. While a session runs, executors run their plan step by step, each step in a range named
+after its MXNet operator (FullyConnected, ...) with torch's own operators (aten::addmm, ...)
+inside; every operator is recorded, so profile_symbolic and profile_imperative cannot narrow
+what is recorded.
 """
 import json
 import os
@@ -233,6 +235,16 @@ def _label(category, name, phase='X', args=None):
         label += '#%d' % len(_labels)     # one label per counter value / marker
     _labels.setdefault(label, (category, name, phase, args or {}))
     return label
+
+
+def recording():
+    """Whether a profiling session is running now (the executor then names its operators)."""
+    return _run['active'] is not None
+
+
+def operator_range(op_name):
+    """A range named after an MXNet operator, as MXNet's profiler shows executor steps."""
+    return record_function(_label('operator', op_name))
 
 
 class Domain:

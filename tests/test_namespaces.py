@@ -133,7 +133,9 @@ def test_profiler_records_executor_and_user_ranges(tmp_path, clean_profiler):
 
     events = json.loads(trace.read_text())['traceEvents']
     names = {e.get('name') for e in events}
-    assert 'aten::addmm' in names                 # the FullyConnected forward
+    assert 'aten::addmm' in names                 # the FullyConnected forward...
+    fc = [e for e in events if e.get('name') == 'FullyConnected']
+    assert len(fc) == 1 and fc[0]['cat'] == 'operator'   # ...inside a range named as in MXNet
     assert any('Backward' in str(n) for n in names)
     assert 'while_paused' not in names
     task_ev = [e for e in events if e.get('name') == 'mytask']
@@ -149,6 +151,7 @@ def test_profiler_records_executor_and_user_ranges(tmp_path, clean_profiler):
     assert table.startswith('\nProfile Statistics:\n')
     assert re.search(r'^operator\n=+\nName +Total Count +Time \(ms\)', table, re.M)
     assert re.search(r'^aten::addmm +1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$', table, re.M)
+    assert re.search(r'^FullyConnected +1 +[0-9.]+ ', table, re.M)
     assert re.search(r'^mydomain\n=+\n(.*\n){2}mytask +1 ', table, re.M)
     stats = json.loads(profiler.dumps(format='json', reset=True))['Time']
     assert stats['operator']['aten::addmm']['Count'] == 1
