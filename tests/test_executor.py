@@ -356,3 +356,24 @@ def test_debug_str_ends_with_memory_lines():
 def test_generated_code_is_readable():
     exe = _mlp().simple_bind(mx.cpu(), data=(2, 6))
     assert 'fc1_output = FullyConnected_fc1(data, fc1_weight, fc1_bias)' in exe.code
+
+
+def test_softmax_output_labels_outside_the_classes_take_nothing_off():
+    # MXNet 1.9.1 gives these rows' gradient as prob alone (its kernel never matches the label)
+    data = np.array([[1., 2, 3], [0, 0, 1], [2, 1, 0], [1, 1, 1]], 'float32')
+    labels = np.array([2, -1, 3, 0], 'float32')
+    net = mx.sym.SoftmaxOutput(mx.sym.Variable('x'), mx.sym.Variable('l'),
+                               normalization='batch', grad_scale=2.0)
+    exe = net.bind(mx.cpu(), {'x': mx.nd.array(data), 'l': mx.nd.array(labels)},
+                   args_grad={'x': mx.nd.zeros((4, 3))})
+    exe.forward(is_train=True)
+    exe.backward()
+    prob = np.exp(data) / np.exp(data).sum(axis=1, keepdims=True)
+    expected = prob.copy()
+    expected[0, 2] -= 1
+    expected[3, 0] -= 1
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), expected * 2.0 / 4, rtol=1e-5,
+                               atol=1e-7)
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy()[:2],
+                               [[0.045015, 0.122364, -0.16738], [0.105971, 0.105971, 0.288058]],
+                               atol=2e-6)

@@ -44,10 +44,14 @@ def _softmax_output_grad(p, prob, label):
     if prob.dim() == 2 and label.numel() == n and not (p.multi_output or p.use_ignore or
                                                        p.smooth_alpha or
                                                        p.normalization == 'valid'):
-        onehot = _class_indices(prob.shape[1], prob.device) == label.reshape(n, 1).long()
-        grad = prob.sub(onehot.to(prob.dtype))          # the common case, in four kernels
+        # the common case: prob with 1 taken off at each row's label, one pass over prob; a
+        # label outside [0, k) takes nothing off (as MXNet, whose kernel never matches it)
+        k = prob.shape[1]
+        idx = label.reshape(n, 1).long()
+        minus_one = ((idx >= 0) & (idx < k)).to(prob.dtype).neg_()
+        grad = prob.scatter_add(1, idx.clamp(0, k - 1), minus_one)
         scale = p.grad_scale / n if p.normalization == 'batch' else p.grad_scale
-        return grad * scale if scale != 1.0 else grad
+        return grad.mul_(scale) if scale != 1.0 else grad
     if p.multi_output:                                  # classes on axis 1, positions after it
         probs = prob.reshape(n, prob.shape[1], -1)
         lab = label.reshape(n, 1, -1)
