@@ -377,3 +377,20 @@ def test_softmax_output_labels_outside_the_classes_take_nothing_off():
     np.testing.assert_allclose(exe.grad_dict['x'].asnumpy()[:2],
                                [[0.045015, 0.122364, -0.16738], [0.105971, 0.105971, 0.288058]],
                                atol=2e-6)
+
+
+@pytest.mark.parametrize('classes', [10, 1000])      # the one-hot and the scatter_add forms
+def test_softmax_output_gradient_small_and_large(classes):
+    rng = np.random.RandomState(0)
+    data = rng.randn(70, classes).astype('float32')
+    labels = rng.randint(-2, classes + 2, 70).astype('float32')
+    net = mx.sym.SoftmaxOutput(mx.sym.Variable('x'), mx.sym.Variable('l'), normalization='batch')
+    exe = net.bind(mx.cpu(), {'x': mx.nd.array(data), 'l': mx.nd.array(labels)},
+                   args_grad={'x': mx.nd.zeros(data.shape)})
+    exe.forward(is_train=True)
+    exe.backward()
+    prob = np.exp(data - data.max(axis=1, keepdims=True))
+    prob /= prob.sum(axis=1, keepdims=True)
+    inside = (labels >= 0) & (labels < classes)
+    prob[np.arange(70)[inside], labels[inside].astype(int)] -= 1
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), prob / 70, rtol=1e-4, atol=1e-7)

@@ -25,6 +25,7 @@ def _softmax_layout(p, data):
 
 
 _CLASS_INDICES = {}
+_ONE_PASS_FROM = 1 << 16     # elements of prob where scatter_add beats a one-hot mask
 
 
 def _class_indices(k, device):
@@ -44,12 +45,15 @@ def _softmax_output_grad(p, prob, label):
     if prob.dim() == 2 and label.numel() == n and not (p.multi_output or p.use_ignore or
                                                        p.smooth_alpha or
                                                        p.normalization == 'valid'):
-        # the common case: prob with 1 taken off at each row's label, one pass over prob; a
-        # label outside [0, k) takes nothing off (as MXNet, whose kernel never matches it)
+        # the common case: prob with 1 taken off at each row's label (a label outside [0, k)
+        # takes nothing off, as in MXNet, whose kernel never matches it)
         k = prob.shape[1]
         idx = label.reshape(n, 1).long()
-        minus_one = ((idx >= 0) & (idx < k)).to(prob.dtype).neg_()
-        grad = prob.scatter_add(1, idx.clamp(0, k - 1), minus_one)
+        if prob.numel() < _ONE_PASS_FROM:                # fewest kernels
+            grad = prob.sub((_class_indices(k, prob.device) == idx).to(prob.dtype))
+        else:                                            # one pass over prob
+            minus_one = ((idx >= 0) & (idx < k)).to(prob.dtype).neg_()
+            grad = prob.scatter_add(1, idx.clamp(0, k - 1), minus_one)
         scale = p.grad_scale / n if p.normalization == 'batch' else p.grad_scale
         return grad.mul_(scale) if scale != 1.0 else grad
     if p.multi_output:                                  # classes on axis 1, positions after it
