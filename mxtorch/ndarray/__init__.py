@@ -5,6 +5,7 @@ from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, concaten
                       waitall, from_numpy, from_torch, onehot_encode, invoke)
 from .serialization import save, load, load_frombuffer
 from .register import generated_functions as _generated_functions, METHOD_OPS, make_method
+from .register import make_function as _make_function
 
 
 def _install():
@@ -15,8 +16,9 @@ def _install():
         if name.startswith('_'):
             setattr(_internal, name, fn)
         for prefix, module in (('_contrib_', contrib), ('_linalg_', linalg)):
-            if name.startswith(prefix):
-                setattr(module, name[len(prefix):], fn)
+            if name.startswith(prefix):     # named after the short name, as MXNet's
+                short = name[len(prefix):]
+                setattr(module, short, _make_function(_ops.get_op(name), short))
         if not name.startswith('_') and name not in handwritten:
             globals()[name] = fn
     for name in METHOD_OPS:
@@ -118,3 +120,21 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
 
 
 NDArray.split_v2 = lambda self, *args, **kwargs: split_v2(self, *args, **kwargs)
+
+
+def histogram(a, bins=10, range=None):
+    """(counts, bin edges) of a's values: `bins` equal bins over `range` (an int; without a
+    range, over a's min..max), or the bins whose edges the NDArray `bins` holds."""
+    if isinstance(bins, NDArray):
+        return invoke('_histogram', [a, bins])
+    if isinstance(bins, int) and not isinstance(bins, bool):
+        if range is None:
+            import warnings
+            warnings.warn("range is not specified, using numpy's result to ensure consistency "
+                          "with numpy")
+            import numpy
+            counts, edges = numpy.histogram(a.asnumpy(), bins=bins)
+            return array(counts, ctx=a.context), array(edges, ctx=a.context)
+        return invoke('_histogram', [a], bin_cnt=bins, range=range)
+    raise ValueError('histogram: bins must be an integer or an NDArray, got %s'
+                     % type(bins).__name__)

@@ -43,6 +43,50 @@ def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs)
                    dtype=dtype)
 
 
+def _dispatch(name, names, values, shape, dtype, ctx, out):
+    """Scalar parameters -> _random_<name>; NDArray parameters -> _sample_<name> (all must be
+    NDArrays then, as in MXNet)."""
+    if any(isinstance(v, NDArray) for v in values):
+        if not all(isinstance(v, NDArray) for v in values):
+            raise MXNetError('Distribution parameters must all have the same type, but got %s'
+                             % ', '.join('%s=%s' % (n, type(v).__name__)
+                                         for n, v in zip(names, values)))
+        op = get_op('_sample_' + name)
+        params = {'shape': () if shape is None else shape}
+        if dtype is not None:
+            params['dtype'] = dtype
+        return invoke_parsed(op, op.parse_params(params), list(values), out=out)
+    return _sample('_random_' + name, ctx, out, shape=_shape_of(shape, out), dtype=dtype,
+                   **dict(zip(names, values)))
+
+
+def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Exponential draws of mean `scale` (MXNet's operators take the rate lam = 1/scale)."""
+    lam = 1.0 / scale
+    return _dispatch('exponential', ('lam',), (lam,), shape, dtype, ctx, out)
+
+
+def gamma(alpha=1, beta=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Gamma draws of shape alpha and scale beta."""
+    return _dispatch('gamma', ('alpha', 'beta'), (alpha, beta), shape, dtype, ctx, out)
+
+
+def poisson(lam=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    return _dispatch('poisson', ('lam',), (lam,), shape, dtype, ctx, out)
+
+
+def negative_binomial(k=1, p=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Failures before the k-th success, with success probability p."""
+    return _dispatch('negative_binomial', ('k', 'p'), (k, p), shape, dtype, ctx, out)
+
+
+def generalized_negative_binomial(mu=1, alpha=1, shape=None, dtype=None, ctx=None, out=None,
+                                  **kwargs):
+    """Counts of mean mu and variance mu + alpha * mu^2."""
+    return _dispatch('generalized_negative_binomial', ('mu', 'alpha'), (mu, alpha), shape,
+                     dtype, ctx, out)
+
+
 def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     return _sample('_random_randint', ctx, out, low=low, high=high, shape=_shape_of(shape, out),
                    dtype=dtype)

@@ -4,3 +4,5 @@ from .registry import OpDef, register, defop, get_op, find_op, all_ops, canonica
 from . import elemwise, tensor, nn, loss, random  # noqa: F401
 from . import conv, norm, activation, matrix, reduce, indexing  # noqa: F401
 from . import rnn, custom  # noqa: F401
+from . import linalg  # noqa: F401
+from . import optimizer_ops  # noqa: F401

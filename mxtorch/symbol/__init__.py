@@ -3,6 +3,7 @@ from .. import ops as _ops  # noqa: F401  (registers every operator)
 from . import _internal, op, contrib, linalg
 from .symbol import Symbol, var, Variable, Group, load, load_json
 from .register import generated_functions as _generated_functions, create as _create
+from .register import make_function as _make_function
 from ..base import numeric_types as _numeric
 
 
@@ -15,8 +16,9 @@ def _install():
         if name.startswith('_'):
             setattr(_internal, name, fn)
         for prefix, module in (('_contrib_', contrib), ('_linalg_', linalg)):
-            if name.startswith(prefix):
-                setattr(module, name[len(prefix):], fn)
+            if name.startswith(prefix):     # named after the short name, as MXNet's
+                short = name[len(prefix):]
+                setattr(module, short, _make_function(name, short))
         if not name.startswith('_') and name not in handwritten:
             globals()[name] = fn
     for name in METHOD_OPS:
@@ -103,3 +105,17 @@ pow = power  # noqa: A001  (MXNet's name)
 
 
 Symbol.split_v2 = lambda self, *args, **kwargs: split_v2(self, *args, **kwargs)
+
+
+def histogram(a, bins=10, range=None, **kwargs):
+    """(counts, bin edges) of a's values: `bins` equal bins over `range` (both required for an
+    int), or the bins whose edges the Symbol `bins` holds."""
+    if isinstance(bins, Symbol):
+        return _create('_histogram', [], dict(kwargs, data=a, bins=bins), func_name='_histogram')
+    if isinstance(bins, int) and not isinstance(bins, bool):
+        if range is None:
+            raise ValueError('histogram: range is required in symbol mode')
+        return _create('_histogram', [], dict(kwargs, data=a, bin_cnt=bins, range=range),
+                       func_name='_histogram')
+    raise ValueError('histogram: bins must be an integer or a Symbol, got %s'
+                     % type(bins).__name__)

@@ -1,0 +1,449 @@
+"""Optimizer update operators (sgd_update, adam_update, ...), as MXNet 1.9.1 registers them.
+
+Each returns the new weight (write it back with `out=weight`); the optimizer states it takes
+(mom, mean, var, n, g, delta, z, d, v, weight32) are mutated inputs, updated in place by the
+forward. As in MXNet, a single-weight operator lists its states as auxiliary states; the
+multi-tensor operators (multi_sgd_update, ...) interleave them with the weights
+(weight_0, grad_0, mom_0, ...), so there they are ordinary inputs. `lazy_update` only matters
+for row-sparse gradients and is accepted and ignored (arrays are dense here).
+"""
+import numpy as np
+import torch
+
+from ..base import np_dtype
+from .params import Bool, Float, Int, Param
+from .registry import OpDef, register
+from .shapes import merge
+
+
+class FloatTuple(Param):
+    """A tuple of floats: "(0.1, 0.2)", "[0.1]", a bare number, or a Python sequence."""
+    kind = 'tuple of <float>'
+
+    def _parse(self, value):
+        if isinstance(value, str):
+            import ast
+            text = value.strip()
+            try:
+                value = ast.literal_eval(text) if text else ()
+            except (ValueError, SyntaxError):
+                raise ValueError('expected a tuple of floats') from None
+        if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+            value = (value,)
+        if not isinstance(value, (tuple, list)):
+            raise ValueError('expected a tuple of floats')
+        try:
+            return tuple(float(v) for v in value)
+        except (TypeError, ValueError):
+            raise ValueError('expected a tuple of floats') from None
+
+
+def _common(lr=True, clip_key='clip_gradient', lazy=False):
+    params = {'wd': Float(0.0), 'rescale_grad': Float(1.0), clip_key: Float(-1.0)}
+    if lr:
+        params['lr'] = Float()
+    if lazy:
+        params['lazy_update'] = Bool(True)
+    return params
+
+
+def _clip(x, bound):
+    return x.clamp(-bound, bound) if bound >= 0 else x
+
+
+def _rescaled(p, grad, clip_key='clip_gradient'):
+    """rescale_grad * grad, clipped to +-clip_gradient when that is >= 0."""
+    return _clip(grad * p.rescale_grad, p[clip_key])
+
+
+def _store(state, value):
+    """Write `value` into the mutated input `state` (outside autograd)."""
+    with torch.no_grad():
+        state.copy_(value)
+
+
+def _no_grad(forward):
+    def run(p, *inputs):
+        with torch.no_grad():
+            return forward(p, *(x.detach() for x in inputs))
+    run.__doc__ = forward.__doc__
+    return run
+
+
+# ---- shape and type rules --------------------------------------------------------------------
+def _all_same_shape(p, ins, outs):
+    s = None
+    for x in list(ins) + list(outs):
+        s = merge(s, x)
+    return [s] * len(ins), [s] * len(outs)
+
+
+def _types(fp32_inputs=()):
+    """weight, grad and the output share a dtype; inputs at `fp32_inputs` are float32 (the
+    mixed-precision states); other states follow the weight."""
+    def rule(p, ins, outs):
+        t = next((x for i, x in enumerate(list(ins)) if x is not None and i not in fp32_inputs),
+                 None)
+        if t is None:
+            t = next((x for x in outs if x is not None), None)
+        new_ins = [np_dtype('float32') if i in fp32_inputs else t for i in range(len(ins))]
+        return new_ins, [t] * len(outs)
+    return rule
+
+
+def _single(name, forward, args, aux=(), params=None, fp32=(), shape=_all_same_shape):
+    register(OpDef(name, _no_grad(forward), params=params, inputs=args, aux=aux,
+                   infer_shape=shape, infer_type=_types(fp32), head_grad='zero'))
+
+
+# ---- SGD family ------------------------------------------------------------------------------
+def _sgd_step(weight, grad, lr, wd, p):
+    if p.clip_gradient >= 0:
+        return (1 - lr * wd) * weight - lr * _clip(p.rescale_grad * grad, p.clip_gradient)
+    return (1 - lr * wd) * weight - (lr * p.rescale_grad) * grad
+
+
+def _sgd_mom_step(weight, grad, mom, lr, wd, momentum, p):
+    new_mom = momentum * mom - (lr * wd) * weight - lr * _rescaled(p, grad)
+    _store(mom, new_mom)
+    return weight + new_mom
+
+
+def _sgd_update(p, weight, grad):
+    """w = (1 - lr*wd) * w - lr * clip(rescale_grad * grad)."""
+    return _sgd_step(weight, grad, p.lr, p.wd, p)
+
+
+def _sgd_mom_update(p, weight, grad, mom):
+    """mom = momentum*mom - lr*wd*w - lr*clip(rescale_grad*grad); w = w + mom."""
+    return _sgd_mom_step(weight, grad, mom, p.lr, p.wd, p.momentum, p)
+
+
+def _mp_sgd_update(p, weight, grad, weight32):
+    """sgd_update on the float32 master copy weight32 (updated in place); returns it cast to
+    the weight's dtype."""
+    new = _sgd_step(weight32, grad.float(), p.lr, p.wd, p)
+    _store(weight32, new)
+    return new.to(weight.dtype)
+
+
+def _mp_sgd_mom_update(p, weight, grad, mom, weight32):
+    new = _sgd_mom_step(weight32, grad.float(), mom, p.lr, p.wd, p.momentum, p)
+    _store(weight32, new)
+    return new.to(weight.dtype)
+
+
+def _nag_step(weight, grad, mom, p):
+    g = _rescaled(p, grad) + p.wd * weight
+    new_mom = p.momentum * mom - p.lr * g
+    _store(mom, new_mom)
+    return weight + p.momentum * new_mom - p.lr * g
+
+
+def _nag_mom_update(p, weight, grad, mom):
+    """Nesterov momentum: g = clip(rescale_grad*grad) + wd*w; mom = momentum*mom - lr*g;
+    w = w + momentum*mom - lr*g. (With out=weight and wd > 0, MXNet's kernel computes mom's
+    weight-decay term from the already written new weight; here mom always uses the old one.)"""
+    return _nag_step(weight, grad, mom, p)
+
+
+def _mp_nag_mom_update(p, weight, grad, mom, weight32):
+    """nag_mom_update on the float32 master copy weight32. As MXNet 1.9.1's kernel does, the
+    weight-decay term of the new mom uses the already updated weight32."""
+    g = _rescaled(p, grad.float())
+    new = weight32 + p.momentum * p.momentum * mom \
+        - (1 + p.momentum) * p.lr * (g + p.wd * weight32)
+    _store(weight32, new)
+    _store(mom, p.momentum * mom - p.lr * (g + p.wd * new))
+    return new.to(weight.dtype)
+
+
+_MOM = {'momentum': Float(0.0)}
+_single('sgd_update', _sgd_update, ('weight', 'grad'), params=_common(lazy=True))
+_single('sgd_mom_update', _sgd_mom_update, ('weight', 'grad'), ('mom',),
+        params=dict(_common(lazy=True), **_MOM))
+_single('mp_sgd_update', _mp_sgd_update, ('weight', 'grad'), ('weight32',),
+        params=_common(lazy=True), fp32=(2,))
+_single('mp_sgd_mom_update', _mp_sgd_mom_update, ('weight', 'grad'), ('mom', 'weight32'),
+        params=dict(_common(lazy=True), **_MOM), fp32=(2, 3))
+_single('nag_mom_update', _nag_mom_update, ('weight', 'grad'), ('mom',),
+        params=dict(_common(), **_MOM))
+_single('mp_nag_mom_update', _mp_nag_mom_update, ('weight', 'grad'), ('mom', 'weight32'),
+        params=dict(_common(), **_MOM), fp32=(2, 3))
+
+
+# ---- adaptive methods ------------------------------------------------------------------------
+def _adam_update(p, weight, grad, mean, var):
+    """g = clip(rescale_grad*grad + wd*w); mean, var: moving averages of g and g^2 (in place);
+    w = w - lr * mean / (sqrt(var) + epsilon). No bias correction (the optimizer folds it into
+    lr)."""
+    g = _clip(grad * p.rescale_grad + p.wd * weight, p.clip_gradient)
+    new_mean = p.beta1 * mean + (1 - p.beta1) * g
+    new_var = p.beta2 * var + (1 - p.beta2) * g * g
+    _store(mean, new_mean)
+    _store(var, new_var)
+    return weight - p.lr * new_mean / (new_var.sqrt() + p.epsilon)
+
+
+def _rmsprop_update(p, weight, grad, n):
+    """Tieleman & Hinton's RMSProp: n = (1-gamma1)*g^2 + gamma1*n;
+    w = w - lr * g / sqrt(n + epsilon), clipped to +-clip_weights when that is >= 0."""
+    g = _clip(grad * p.rescale_grad + p.wd * weight, p.clip_gradient)
+    new_n = (1 - p.gamma1) * g * g + p.gamma1 * n
+    _store(n, new_n)
+    return _clip(weight - p.lr * g / (new_n + p.epsilon).sqrt(), p.clip_weights)
+
+
+def _rmspropalex_update(p, weight, grad, n, g_avg, delta):
+    """Graves' RMSProp (centred, with momentum gamma2)."""
+    g = _clip(grad * p.rescale_grad + p.wd * weight, p.clip_gradient)
+    new_n = (1 - p.gamma1) * g * g + p.gamma1 * n
+    new_g = (1 - p.gamma1) * g + p.gamma1 * g_avg
+    new_delta = p.gamma2 * delta - p.lr * g / (new_n - new_g * new_g + p.epsilon).sqrt()
+    _store(n, new_n)
+    _store(g_avg, new_g)
+    _store(delta, new_delta)
+    return _clip(weight + new_delta, p.clip_weights)
+
+
+def _ftrl_update(p, weight, grad, z, n):
+    """FTRL-proximal: z += g - (sqrt(n + g^2) - sqrt(n)) * w / lr; n += g^2;
+    w = (sign(z)*lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, else 0."""
+    g = _rescaled(p, grad)
+    new_z = z + g - ((n + g * g).sqrt() - n.sqrt()) * weight / p.lr
+    new_n = n + g * g
+    _store(z, new_z)
+    _store(n, new_n)
+    out = (new_z.sign() * p.lamda1 - new_z) / ((p.beta + new_n.sqrt()) / p.lr + p.wd)
+    return out * (new_z.abs() > p.lamda1).to(out.dtype)
+
+
+def _ftml_update(p, weight, grad, d, v, z):
+    """FTML (Zheng & Kwok 2017) at step t."""
+    g = _clip(grad * p.rescale_grad + p.wd * weight, p.clip_grad)
+    new_v = p.beta2 * v + (1 - p.beta2) * g * g
+    d_t = (1 - p.beta1 ** p.t) / p.lr * ((new_v / (1 - p.beta2 ** p.t)).sqrt() + p.epsilon)
+    new_z = p.beta1 * z + (1 - p.beta1) * g - (d_t - p.beta1 * d) * weight
+    _store(v, new_v)
+    _store(d, d_t)
+    _store(z, new_z)
+    return -new_z / d_t
+
+
+def _signsgd_update(p, weight, grad):
+    """w = (1 - lr*wd) * w - lr * sign(grad)."""
+    return (1 - p.lr * p.wd) * weight - p.lr * grad.sign()
+
+
+def _signum_update(p, weight, grad, mom):
+    """mom = momentum*mom - (1-momentum)*(wd*w + clip(rescale_grad*grad));
+    w = (1 - lr*wd_lh) * w + lr * sign(mom)."""
+    new_mom = p.momentum * mom - (1 - p.momentum) * p.wd * weight \
+        - (1 - p.momentum) * _rescaled(p, grad)
+    _store(mom, new_mom)
+    return (1 - p.lr * p.wd_lh) * weight + p.lr * new_mom.sign()
+
+
+_single('adam_update', _adam_update, ('weight', 'grad'), ('mean', 'var'),
+        params=dict(_common(lazy=True), beta1=Float(0.9), beta2=Float(0.999),
+                    epsilon=Float(1e-8)))
+_single('rmsprop_update', _rmsprop_update, ('weight', 'grad'), ('n',),
+        params=dict(_common(), gamma1=Float(0.95), epsilon=Float(1e-8),
+                    clip_weights=Float(-1.0)))
+_single('rmspropalex_update', _rmspropalex_update, ('weight', 'grad'), ('n', 'g', 'delta'),
+        params=dict(_common(), gamma1=Float(0.95), gamma2=Float(0.9), epsilon=Float(1e-8),
+                    clip_weights=Float(-1.0)))
+_single('ftrl_update', _ftrl_update, ('weight', 'grad'), ('z', 'n'),
+        params=dict(_common(), lamda1=Float(0.01), beta=Float(1.0)))
+_single('ftml_update', _ftml_update, ('weight', 'grad'), ('d', 'v', 'z'),
+        params=dict(_common(clip_key='clip_grad'), beta1=Float(0.6), beta2=Float(0.999),
+                    epsilon=Float(1e-8), t=Int()))
+_single('signsgd_update', _signsgd_update, ('weight', 'grad'), params=_common())
+_single('signum_update', _signum_update, ('weight', 'grad'), ('mom',),
+        params=dict(_common(), momentum=Float(0.0), wd_lh=Float(0.0)))
+
+
+# ---- LAMB ------------------------------------------------------------------------------------
+def _lamb_update_phase1(p, weight, grad, mean, var):
+    """The LAMB direction: Adam's step (bias-corrected when bias_correction) plus wd * w."""
+    g = _rescaled(p, grad)
+    new_mean = p.beta1 * mean + (1 - p.beta1) * g
+    new_var = p.beta2 * var + (1 - p.beta2) * g * g
+    _store(mean, new_mean)
+    _store(var, new_var)
+    if p.bias_correction:
+        m_hat = new_mean / (1 - p.beta1 ** p.t)
+        v_hat = new_var / (1 - p.beta2 ** p.t)
+        return m_hat / (v_hat.sqrt() + p.epsilon) + p.wd * weight
+    return new_mean / (new_var.sqrt() + p.epsilon) + p.wd * weight
+
+
+def _lamb_update_phase2(p, weight, g, r1, r2):
+    """w = w - lr * (r1 / r2) * g, with r1 (the weight's norm) clamped to
+    [lower_bound, upper_bound] where those are >= 0, and a ratio of 1 where r1 or r2 is 0."""
+    r1 = r1.reshape(())
+    r2 = r2.reshape(())
+    if p.lower_bound >= 0:
+        r1 = r1.clamp(min=p.lower_bound)
+    if p.upper_bound >= 0:
+        r1 = r1.clamp(max=p.upper_bound)
+    ratio = torch.where((r1 == 0) | (r2 == 0), torch.ones_like(r1), r1 / r2)
+    return weight - p.lr * ratio * g
+
+
+def _lamb2_shape(p, ins, outs):
+    s = merge(merge(ins[0], ins[1]), outs[0])
+    return [s, s, merge(ins[2], (1,)), merge(ins[3], (1,))], [s]
+
+
+_single('lamb_update_phase1', _lamb_update_phase1, ('weight', 'grad'), ('mean', 'var'),
+        params=dict(_common(lr=False), beta1=Float(0.9), beta2=Float(0.999),
+                    epsilon=Float(1e-6), t=Int(), bias_correction=Bool(True), wd=Float()))
+_single('lamb_update_phase2', _lamb_update_phase2, ('weight', 'g', 'r1', 'r2'),
+        params={'lr': Float(), 'lower_bound': Float(-1.0), 'upper_bound': Float(-1.0)},
+        shape=_lamb2_shape)
+
+
+# ---- multi-tensor SGD ------------------------------------------------------------------------
+_MULTI_KINDS = {
+    'multi_sgd_update': ('weight', 'grad'),
+    'multi_sgd_mom_update': ('weight', 'grad', 'mom'),
+    'multi_mp_sgd_update': ('weight', 'grad', 'weight32'),
+    'multi_mp_sgd_mom_update': ('weight', 'grad', 'mom', 'weight32'),
+}
+
+
+def _multi_names(kinds):
+    return lambda p: tuple('%s_%d' % (k, i) for i in range(p.num_weights) for k in kinds)
+
+
+def _multi_outputs(p):
+    n = p.num_weights
+    return ('output',) if n == 1 else tuple('output%d' % i for i in range(n))
+
+
+def _multi_forward(kinds):
+    def forward(p, *inputs):
+        k = len(kinds)
+        if len(p.lrs) < p.num_weights or len(p.wds) < p.num_weights:
+            raise ValueError('lrs and wds need num_weights=%d entries' % p.num_weights)
+        outs = []
+        for i in range(p.num_weights):
+            group = dict(zip(kinds, inputs[i * k:(i + 1) * k]))
+            weight, grad = group['weight'], group['grad']
+            master = group.get('weight32', weight)
+            if 'weight32' in group:
+                grad = grad.float()
+            if 'mom' in group:
+                new = _sgd_mom_step(master, grad, group['mom'], p.lrs[i], p.wds[i], p.momentum,
+                                    p)
+            else:
+                new = _sgd_step(master, grad, p.lrs[i], p.wds[i], p)
+            if 'weight32' in group:
+                _store(master, new)
+            outs.append(new.to(weight.dtype))
+        return tuple(outs) if len(outs) > 1 else outs[0]
+    forward.__doc__ = 'sgd_update / sgd_mom_update over num_weights (%s) groups of inputs, ' \
+        'with per-weight lrs and wds.' % ', '.join(kinds)
+    return forward
+
+
+def _multi_shape(kinds):
+    k = len(kinds)
+
+    def rule(p, ins, outs):
+        ins, outs = list(ins), list(outs)
+        for i in range(p.num_weights):
+            s = None
+            for x in ins[i * k:(i + 1) * k] + [outs[i]]:
+                s = merge(s, x)
+            ins[i * k:(i + 1) * k] = [s] * k
+            outs[i] = s
+        return ins, outs
+    return rule
+
+
+def _multi_type(kinds):
+    k = len(kinds)
+
+    def rule(p, ins, outs):
+        ins, outs = list(ins), list(outs)
+        for i in range(p.num_weights):
+            group = ins[i * k:(i + 1) * k]
+            t = next((x for x, kind in zip(group, kinds)
+                      if x is not None and kind in ('weight', 'grad')), outs[i])
+            for j, kind in enumerate(kinds):
+                mp = 'weight32' in kinds and kind in ('mom', 'weight32')
+                ins[i * k + j] = np_dtype('float32') if mp else t
+            outs[i] = t
+        return ins, outs
+    return rule
+
+
+for _name, _kinds in _MULTI_KINDS.items():
+    _params = {'lrs': FloatTuple(), 'wds': FloatTuple(), 'rescale_grad': Float(1.0),
+               'clip_gradient': Float(-1.0), 'num_weights': Int(1)}
+    if 'mom' in _kinds:
+        _params['momentum'] = Float(0.0)
+    register(OpDef(_name, _no_grad(_multi_forward(_kinds)), params=_params,
+                   inputs=_multi_names(_kinds), outputs=_multi_outputs,
+                   infer_shape=_multi_shape(_kinds), infer_type=_multi_type(_kinds),
+                   head_grad='zero'))
+
+
+# ---- helpers of mixed-precision training -----------------------------------------------------
+def _finite(tensors):
+    ok = torch.ones((), dtype=torch.bool, device=tensors[0].device)
+    for t in tensors:
+        ok = ok & torch.isfinite(t).all()
+    return ok.to(torch.float32).reshape(1)
+
+
+def _all_finite(p, data):
+    """[1.] when every element of data is finite, else [0.] (float32, shape (1,))."""
+    return _finite([data])
+
+
+def _multi_all_finite(p, *arrays):
+    """[1.] when every element of every array is finite, else [0.]."""
+    return _finite(arrays)
+
+
+def _multi_sum_sq(p, *arrays):
+    """The sum of squares of each array: float32, shape (num_arrays,)."""
+    return torch.stack([a.float().pow(2).sum() for a in arrays])
+
+
+def _reset_arrays(p, *arrays):
+    """Sets every input array to zero in place; no outputs."""
+    for a in arrays:
+        with torch.no_grad():
+            a.zero_()
+    return ()
+
+
+def _array_names(p):
+    return tuple('array_%d' % i for i in range(p.num_arrays))
+
+
+def _fixed(shape_of, dtype='float32'):
+    def shape_rule(p, ins, outs):
+        return ins, [merge(outs[0], shape_of(p))]
+
+    def type_rule(p, ins, outs):
+        return ins, [np_dtype(dtype)]
+    return shape_rule, type_rule
+
+
+_s1, _t1 = _fixed(lambda p: (1,))
+_sn, _tn = _fixed(lambda p: (p.num_arrays,))
+register(OpDef('all_finite', _no_grad(_all_finite), params={'init_output': Bool(True)},
+               infer_shape=_s1, infer_type=_t1, head_grad='zero'))
+register(OpDef('multi_all_finite', _no_grad(_multi_all_finite),
+               params={'num_arrays': Int(1), 'init_output': Bool(True)}, inputs=_array_names,
+               infer_shape=_s1, infer_type=_t1, head_grad='zero'))
+register(OpDef('multi_sum_sq', _no_grad(_multi_sum_sq), params={'num_arrays': Int()},
+               inputs=_array_names, infer_shape=_sn, infer_type=_tn, head_grad='zero'))
+register(OpDef('reset_arrays', _no_grad(_reset_arrays), params={'num_arrays': Int()},
+               inputs=_array_names, outputs=(), infer_shape=lambda p, ins, outs: (ins, []),
+               infer_type=lambda p, ins, outs: (ins, []), head_grad='zero'))
