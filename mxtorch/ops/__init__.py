@@ -6,3 +6,4 @@ from . import conv, norm, activation, matrix, reduce, indexing  # noqa: F401
 from . import rnn, custom  # noqa: F401
 from . import linalg  # noqa: F401
 from . import optimizer_ops  # noqa: F401
+from . import legacy  # noqa: F401

@@ -5,14 +5,16 @@ Each returns the new weight (write it back with `out=weight`); the optimizer sta
 forward. As in MXNet, a single-weight operator lists its states as auxiliary states; the
 multi-tensor operators (multi_sgd_update, ...) interleave them with the weights
 (weight_0, grad_0, mom_0, ...), so there they are ordinary inputs. `lazy_update` only matters
-for row-sparse gradients and is accepted and ignored (arrays are dense here).
+for row-sparse gradients and is accepted and ignored (arrays are dense here). The preloaded_multi_*
+variants take lrs and wds as the last two input arrays instead of params; mp_lamb_update_phase1
+lists mean, var and weight32 as ordinary inputs so that MXNet's positional order holds.
 """
 import numpy as np
 import torch
 
 from ..base import np_dtype
 from .params import Bool, Float, Int, Param
-from .registry import OpDef, register
+from .registry import OpDef, get_op, register
 from .shapes import merge
 
 
@@ -304,6 +306,61 @@ _single('lamb_update_phase2', _lamb_update_phase2, ('weight', 'g', 'r1', 'r2'),
         shape=_lamb2_shape)
 
 
+def _mp_lamb_update_phase1(p, weight, grad, mean, var, weight32):
+    """lamb_update_phase1 on the float32 master copy weight32 and the float32 gradient; the
+    direction g is float32."""
+    return _lamb_update_phase1(p, weight32, grad.float(), mean, var)
+
+
+def _mp_lamb_update_phase2(p, weight, g, r1, r2, weight32):
+    """lamb_update_phase2 on weight32, cast to the weight's dtype. As MXNet 1.9.1's kernel,
+    weight32 itself is left unchanged."""
+    return _lamb_update_phase2(p, weight32, g, r1, r2).to(weight.dtype)
+
+
+def _mp_lamb1_type(p, ins, outs):
+    t = next((x for x in ins[:2] if x is not None), None)
+    return [t, t] + [np_dtype('float32')] * 3, [np_dtype('float32')]
+
+
+def _mp_lamb2_shape(p, ins, outs):
+    new_ins, new_outs = _lamb2_shape(p, ins[:4], outs)
+    s = merge(new_ins[0], ins[4])
+    return [s, s] + new_ins[2:] + [s], [s]
+
+
+def _mp_lamb2_type(p, ins, outs):
+    t = next((x for x in (ins[0], outs[0]) if x is not None), None)
+    return [t] + [np_dtype('float32')] * 4, [t]
+
+
+# mean and var are mutated, weight32 is not: all three are ordinary inputs here, so that the
+# positional order stays MXNet's (weight, grad, mean, var, weight32)
+register(OpDef('mp_lamb_update_phase1', _no_grad(_mp_lamb_update_phase1),
+               params=get_op('lamb_update_phase1').params,
+               inputs=('weight', 'grad', 'mean', 'var', 'weight32'),
+               infer_shape=_all_same_shape, infer_type=_mp_lamb1_type, head_grad='zero'))
+register(OpDef('mp_lamb_update_phase2', _no_grad(_mp_lamb_update_phase2),
+               params=get_op('lamb_update_phase2').params,
+               inputs=('weight', 'g', 'r1', 'r2', 'weight32'),
+               infer_shape=_mp_lamb2_shape, infer_type=_mp_lamb2_type, head_grad='zero'))
+
+
+# ---- LARS ------------------------------------------------------------------------------------
+def _multi_lars(p, lrs, weights_sum_sq, grads_sum_sq, wds):
+    """Per-layer LARS learning rates: lr * eta * |w| / (rescale_grad * |g| + wd * |w| + eps)
+    where both norms are positive, else lr unchanged."""
+    w_norm, g_norm = weights_sum_sq.sqrt(), grads_sum_sq.sqrt()
+    scaled = lrs * p.eta * w_norm / (g_norm * p.rescale_grad + wds * w_norm + p.eps)
+    return torch.where((weights_sum_sq > 0) & (grads_sum_sq > 0), scaled, lrs)
+
+
+register(OpDef('multi_lars', _no_grad(_multi_lars),
+               params={'eta': Float(), 'eps': Float(), 'rescale_grad': Float(1.0)},
+               inputs=('lrs', 'weights_sum_sq', 'grads_sum_sq', 'wds'),
+               infer_shape=_all_same_shape, head_grad='zero'))
+
+
 # ---- multi-tensor SGD ------------------------------------------------------------------------
 _MULTI_KINDS = {
     'multi_sgd_update': ('weight', 'grad'),
@@ -313,8 +370,9 @@ _MULTI_KINDS = {
 }
 
 
-def _multi_names(kinds):
-    return lambda p: tuple('%s_%d' % (k, i) for i in range(p.num_weights) for k in kinds)
+def _multi_names(kinds, preloaded=False):
+    tail = ('lrs', 'wds') if preloaded else ()
+    return lambda p: tuple('%s_%d' % (k, i) for i in range(p.num_weights) for k in kinds) + tail
 
 
 def _multi_outputs(p):
@@ -322,10 +380,14 @@ def _multi_outputs(p):
     return ('output',) if n == 1 else tuple('output%d' % i for i in range(n))
 
 
-def _multi_forward(kinds):
+def _multi_forward(kinds, preloaded=False):
     def forward(p, *inputs):
         k = len(kinds)
-        if len(p.lrs) < p.num_weights or len(p.wds) < p.num_weights:
+        if preloaded:          # lrs and wds are the last two inputs (arrays of num_weights)
+            lrs, wds = inputs[-2], inputs[-1]
+        else:
+            lrs, wds = p.lrs, p.wds
+        if len(lrs) < p.num_weights or len(wds) < p.num_weights:
             raise ValueError('lrs and wds need num_weights=%d entries' % p.num_weights)
         outs = []
         for i in range(p.num_weights):
@@ -335,24 +397,27 @@ def _multi_forward(kinds):
             if 'weight32' in group:
                 grad = grad.float()
             if 'mom' in group:
-                new = _sgd_mom_step(master, grad, group['mom'], p.lrs[i], p.wds[i], p.momentum,
-                                    p)
+                new = _sgd_mom_step(master, grad, group['mom'], lrs[i], wds[i], p.momentum, p)
             else:
-                new = _sgd_step(master, grad, p.lrs[i], p.wds[i], p)
+                new = _sgd_step(master, grad, lrs[i], wds[i], p)
             if 'weight32' in group:
                 _store(master, new)
             outs.append(new.to(weight.dtype))
         return tuple(outs) if len(outs) > 1 else outs[0]
     forward.__doc__ = 'sgd_update / sgd_mom_update over num_weights (%s) groups of inputs, ' \
-        'with per-weight lrs and wds.' % ', '.join(kinds)
+        'with per-weight lrs and wds (%s).' % (', '.join(kinds), 'the last two inputs'
+                                               if preloaded else 'params')
     return forward
 
 
-def _multi_shape(kinds):
+def _multi_shape(kinds, preloaded=False):
     k = len(kinds)
 
     def rule(p, ins, outs):
         ins, outs = list(ins), list(outs)
+        if preloaded:
+            n = k * p.num_weights
+            ins[n:] = [merge(x, (p.num_weights,)) for x in ins[n:]]
         for i in range(p.num_weights):
             s = None
             for x in ins[i * k:(i + 1) * k] + [outs[i]]:
@@ -363,11 +428,13 @@ def _multi_shape(kinds):
     return rule
 
 
-def _multi_type(kinds):
+def _multi_type(kinds, preloaded=False):
     k = len(kinds)
 
     def rule(p, ins, outs):
         ins, outs = list(ins), list(outs)
+        if preloaded:
+            ins[k * p.num_weights:] = [np_dtype('float32')] * 2
         for i in range(p.num_weights):
             group = ins[i * k:(i + 1) * k]
             t = next((x for x, kind in zip(group, kinds)
@@ -381,14 +448,18 @@ def _multi_type(kinds):
 
 
 for _name, _kinds in _MULTI_KINDS.items():
-    _params = {'lrs': FloatTuple(), 'wds': FloatTuple(), 'rescale_grad': Float(1.0),
-               'clip_gradient': Float(-1.0), 'num_weights': Int(1)}
-    if 'mom' in _kinds:
-        _params['momentum'] = Float(0.0)
-    register(OpDef(_name, _no_grad(_multi_forward(_kinds)), params=_params,
-                   inputs=_multi_names(_kinds), outputs=_multi_outputs,
-                   infer_shape=_multi_shape(_kinds), infer_type=_multi_type(_kinds),
-                   head_grad='zero'))
+    for _preloaded in (False, True):
+        _params = {'rescale_grad': Float(1.0), 'clip_gradient': Float(-1.0),
+                   'num_weights': Int(1)}
+        if not _preloaded:
+            _params.update(lrs=FloatTuple(), wds=FloatTuple())
+        if 'mom' in _kinds:
+            _params['momentum'] = Float(0.0)
+        register(OpDef(('preloaded_' if _preloaded else '') + _name,
+                       _no_grad(_multi_forward(_kinds, _preloaded)), params=_params,
+                       inputs=_multi_names(_kinds, _preloaded), outputs=_multi_outputs,
+                       infer_shape=_multi_shape(_kinds, _preloaded),
+                       infer_type=_multi_type(_kinds, _preloaded), head_grad='zero'))
 
 
 # ---- helpers of mixed-precision training -----------------------------------------------------

@@ -49,7 +49,8 @@ def _attrs(attrs, indent):
 
 
 def _strip_amp_casts(heads):
-    """Rewire consumers of amp_cast / amp_multicast nodes to their inputs (a copy)."""
+    """Rewire consumers of amp_cast / amp_multicast nodes to their inputs (a copy); as in
+    MXNet 1.9.1, an amp node that is itself a head of the symbol stays."""
     from .graph import copy_graph
     entries = copy_graph(heads)
 
@@ -60,7 +61,7 @@ def _strip_amp_casts(heads):
         return (node, index)
     for node in topo_order(entries):
         node.inputs = [resolve(e) for e in node.inputs]
-    return [resolve(e) for e in entries]
+    return entries
 
 
 def to_json(symbol, remove_amp_cast=True):
