@@ -444,3 +444,15 @@ def test_save_is_atomic(tmp_path, monkeypatch):
         mx.nd.save(str(target), {'a': mx.nd.zeros(3)})
     assert target.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ['w.params']
+
+
+def test_dlpack_shares_memory_both_ways():
+    a = mx.nd.array([[1, 2], [3, 4]])
+    b = mx.nd.from_dlpack(a.to_dlpack_for_write())
+    b[0] = 9                                          # writes through the capsule show in a
+    np.testing.assert_array_equal(a.asnumpy(), [[9, 9], [3, 4]])
+    t = torch.utils.dlpack.from_dlpack(mx.nd.to_dlpack_for_read(a))
+    t[1, 1] = -1
+    assert a.asnumpy()[1, 1] == -1 and b.dtype == np.float32 and b.context == mx.cpu()
+    c = mx.nd.from_dlpack(torch.arange(3, dtype=torch.int64))   # an object with __dlpack__
+    assert c.dtype == np.int64 and c.asnumpy().tolist() == [0, 1, 2]

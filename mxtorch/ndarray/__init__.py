@@ -2,7 +2,8 @@
 from .. import ops as _ops  # noqa: F401  (registers every operator)
 from . import _internal, op, contrib, linalg
 from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, concatenate, moveaxis,
-                      waitall, from_numpy, from_torch, onehot_encode, invoke)
+                      waitall, from_numpy, from_torch, onehot_encode, invoke,
+                      to_dlpack_for_read, to_dlpack_for_write, from_dlpack)
 from .serialization import save, load, load_frombuffer
 from .register import generated_functions as _generated_functions, METHOD_OPS, make_method
 from .register import make_function as _make_function

@@ -9,6 +9,7 @@
 """
 import numpy as np
 import torch
+import torch.utils.dlpack
 
 from ..base import (MXNetError, default_dtype, dtype_type, np_dtype, torch_dtype, integer_types,
                     numeric_types)
@@ -131,6 +132,11 @@ class NDArray:
         if isinstance(other, Context):
             return _wrap(self._tensor.detach().to(other.torch_device, copy=True), other)
         raise TypeError('copyto does not support type %s' % type(other).__name__)
+
+    def to_dlpack_for_read(self):
+        return to_dlpack_for_read(self)
+
+    to_dlpack_for_write = to_dlpack_for_read
 
     def as_in_context(self, context):
         if context == self._ctx:
@@ -511,6 +517,20 @@ def from_numpy(ndarray, zero_copy=True):
 def from_torch(tensor, ctx=None):
     """Wrap a torch.Tensor without copying (mxtorch extension)."""
     return _wrap(tensor, ctx or _ctx_of_tensor(tensor))
+
+
+def to_dlpack_for_read(data):
+    """A DLPack capsule sharing `data`'s memory. mxtorch runs eagerly, so reading and writing
+    need no engine synchronisation: both of MXNet's forms are this one."""
+    return torch.utils.dlpack.to_dlpack(data._tensor.detach())
+
+
+to_dlpack_for_write = to_dlpack_for_read
+
+
+def from_dlpack(dlpack):
+    """An NDArray sharing the memory of a DLPack capsule (or of an object with __dlpack__)."""
+    return from_torch(torch.utils.dlpack.from_dlpack(dlpack))
 
 
 def empty(shape, ctx=None, dtype=None):
