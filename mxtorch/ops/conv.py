@@ -83,7 +83,7 @@ def _check_rank(op, p, ndim):
             p.kernel)
     require(ndim == rank + 2, '%s: kernel=%s expects %d-D data (batch, channel and %d spatial '
             'dims), got %d-D data', op, p.kernel, rank + 2, rank, ndim)
-    if p.layout is not None:
+    if p.get('layout') is not None:
         require(_LAYOUT_RANK[p.layout] == rank, '%s: layout=%s expects %d-D data, got %d-D data',
                 op, p.layout, _LAYOUT_RANK[p.layout] + 2, ndim)
     return rank
@@ -99,8 +99,9 @@ def _per_dim(op, p, name, rank, fill):
     return tuple(value)
 
 
-def _conv_geometry(op, p, ndim):
-    """(kernel, stride, dilate, pad) of Convolution/Deconvolution on `ndim`-D data."""
+def window_geometry(op, p, ndim):
+    """(kernel, stride, dilate, pad) of a sliding window (Convolution, Deconvolution, im2col)
+    over `ndim`-D data, checked."""
     rank = _check_rank(op, p, ndim)
     stride = _per_dim(op, p, 'stride', rank, 1)
     dilate = _per_dim(op, p, 'dilate', rank, 1)
@@ -108,9 +109,15 @@ def _conv_geometry(op, p, ndim):
     require(all(s > 0 for s in stride), '%s: stride=%s must be positive', op, stride)
     require(all(d > 0 for d in dilate), '%s: dilate=%s must be positive', op, dilate)
     require(all(k > 0 for k in p.kernel), '%s: kernel=%s must be positive', op, p.kernel)
+    return tuple(p.kernel), stride, dilate, pad
+
+
+def _conv_geometry(op, p, ndim):
+    """(kernel, stride, dilate, pad) of Convolution/Deconvolution on `ndim`-D data."""
+    geometry = window_geometry(op, p, ndim)
     require(p.num_group > 0 and p.num_filter % p.num_group == 0, '%s: num_filter=%d must be a '
             'multiple of num_group=%d', op, p.num_filter, p.num_group)
-    return tuple(p.kernel), stride, dilate, pad
+    return geometry
 
 
 def _check_groups(op, channels, num_group):

@@ -187,27 +187,9 @@ register(OpDef('amp_multicast', _amp_multicast,
 # ---------------------------------------------------------------------------------------------
 # im2col / col2im
 # ---------------------------------------------------------------------------------------------
-def _patch_geometry(op, p, ndim):
-    rank = len(p.kernel)
-    require(1 <= rank <= 3, '%s: kernel must have 1, 2 or 3 entries, got kernel=%s', op,
-            p.kernel)
-    require(ndim == rank + 2, '%s: kernel=%s expects %d-D data (batch, channel and %d spatial '
-            'dims), got %d-D data', op, p.kernel, rank + 2, rank, ndim)
-    geometry = [tuple(p.kernel)]
-    for name, fill in (('stride', 1), ('dilate', 1), ('pad', 0)):
-        value = p[name] or (fill,) * rank
-        require(len(value) == rank, '%s: %s=%s must have one entry per kernel dim (kernel=%s)',
-                op, name, value, p.kernel)
-        geometry.append(tuple(value))
-    kernel, stride, dilate, pad = geometry
-    require(all(k > 0 for k in kernel) and all(s > 0 for s in stride) and
-            all(d > 0 for d in dilate), '%s: kernel, stride and dilate must be positive', op)
-    return kernel, stride, dilate, pad
-
-
 def _blocks(op, p, spatial):
     """Number of sliding blocks along each spatial dim."""
-    kernel, stride, dilate, pad = _patch_geometry(op, p, len(spatial) + 2)
+    kernel, stride, dilate, pad = conv.window_geometry(op, p, len(spatial) + 2)
     counts = []
     for x, k, s, d, pd in zip(spatial, kernel, stride, dilate, pad):
         span = d * (k - 1) + 1
@@ -234,7 +216,7 @@ def _unfold(x, kernel, stride, dilate, pad):
 def _im2col(p, data):
     """Extract the sliding blocks of data (N, C, *spatial) as columns:
     (N, C * prod(kernel), number of blocks), C outermost in each column."""
-    kernel, stride, dilate, pad = _patch_geometry('im2col', p, data.dim())
+    kernel, stride, dilate, pad = conv.window_geometry('im2col', p, data.dim())
     _blocks('im2col', p, tuple(data.shape[2:]))
     return _unfold(data, kernel, stride, dilate, pad)
 
@@ -253,7 +235,7 @@ def _col2im(p, data):
             '%d-D data', data.dim())
     require(len(p.output_size) == len(p.kernel), 'col2im: output_size=%s must have one entry '
             'per kernel dim (kernel=%s)', p.output_size, p.kernel)
-    kernel, stride, dilate, pad = _patch_geometry('col2im', p, len(p.kernel) + 2)
+    kernel, stride, dilate, pad = conv.window_geometry('col2im', p, len(p.kernel) + 2)
     blocks = prod(_blocks('col2im', p, tuple(p.output_size)))
     require(data.shape[2] == blocks, 'col2im: data has %d blocks, output_size=%s gives %d',
             data.shape[2], p.output_size, blocks)
