@@ -120,16 +120,18 @@ def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names):
 
 
 def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
-                   param_names=None):
+                   param_names=None, param_indices=None):
     """Update the weights on every device with `updater`; with a kvstore the devices' gradients
-    are first replaced by their sum. Parameter i on device k has optimizer index i*num_device+k,
-    and the updater is called once per device with all of that device's parameters."""
+    are first replaced by their sum (keyed by name). Parameter i (its position, or
+    param_indices[position] where modules share an optimizer) on device k has optimizer index
+    i*num_device+k, and the updater is called once per device with all its parameters."""
     per_device = [([], [], []) for _ in range(num_device)]
-    for index, (weights, grads) in enumerate(zip(param_arrays, grad_arrays)):
+    for position, (weights, grads) in enumerate(zip(param_arrays, grad_arrays)):
         if grads[0] is None:
             continue
+        index = position if param_indices is None else param_indices[position]
         if kvstore:
-            kvstore.pushpull(param_names[index], grads, priority=-index)
+            kvstore.pushpull(param_names[position], grads, priority=-index)
         for k, (w, g) in enumerate(zip(weights, grads)):
             per_device[k][0].append(index * num_device + k)
             per_device[k][1].append(g)

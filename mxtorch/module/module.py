@@ -10,7 +10,7 @@ from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
 from ..kvstore import worker_rank
-from ..model import _create_kvstore, _initialize_kvstore, load_checkpoint
+from ..model import _create_kvstore, _initialize_kvstore, _update_params, load_checkpoint
 from ..ndarray import NDArray, array as nd_array, zeros
 from ..ndarray.serialization import atomic_write
 from .base_module import BaseModule, ModuleStateError, check_input_names, parse_data_desc
@@ -239,9 +239,7 @@ class Module(BaseModule):
             self._arg_params = shared_module._arg_params
             self._aux_params = shared_module._aux_params
             self._adopt_new_params()
-        elif self.params_initialized:
-            pass                          # loaded (Module.load) or kept from before a rebind
-        else:
+        elif not self.params_initialized:      # (else: loaded by Module.load or kept on rebind)
             assert self._arg_params is None and self._aux_params is None
             self._arg_params = {name: zeros(block[0].shape, dtype=block[0].dtype)
                                 for name, block in zip(self._param_names,
@@ -413,21 +411,9 @@ class Module(BaseModule):
                 names, grads, weights = (list(column) for column in zip(*live))
                 self._kvstore.pushpull(names, grads, out=weights)
             return
-        n_dev = len(self._context)
-        per_device = [([], [], []) for _ in range(n_dev)]
-        for name, weights, grads in zip(group.param_names, group.param_arrays, group.grad_arrays):
-            if grads[0] is None:
-                continue
-            i = self._param_index[name]
-            if self._kvstore is not None:
-                self._kvstore.pushpull(name, grads, priority=-i)
-            for k, (w, g) in enumerate(zip(weights, grads)):
-                per_device[k][0].append(i * n_dev + k)
-                per_device[k][1].append(g)
-                per_device[k][2].append(w)
-        for indices, grads, weights in per_device:
-            if indices:
-                self._updater(indices, grads, weights)
+        _update_params(group.param_arrays, group.grad_arrays, self._updater, len(self._context),
+                       kvstore=self._kvstore, param_names=group.param_names,
+                       param_indices=[self._param_index[n] for n in group.param_names])
 
     def get_outputs(self, merge_multi_context=True):
         self._require(what='get_outputs')
