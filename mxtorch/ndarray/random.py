@@ -16,33 +16,6 @@ def _shape_of(shape, out):
     return shape if shape is not None else (1,)
 
 
-def _per_element(op_name, names, first, second, shape, dtype, out):
-    """Draws with array parameters: `shape` samples per element (MXNet's _sample_* ops)."""
-    if not (isinstance(first, NDArray) and isinstance(second, NDArray)):
-        raise MXNetError('Distribution parameters must all have the same type, but got %s=%s '
-                         'and %s=%s' % (names[0], type(first).__name__, names[1],
-                                        type(second).__name__))
-    op = get_op(op_name)
-    params = {'shape': () if shape is None else shape}
-    if dtype is not None:
-        params['dtype'] = dtype
-    return invoke_parsed(op, op.parse_params(params), [first, second], out=out)
-
-
-def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    if isinstance(low, NDArray) or isinstance(high, NDArray):
-        return _per_element('_sample_uniform', ('low', 'high'), low, high, shape, dtype, out)
-    return _sample('_random_uniform', ctx, out, low=low, high=high, shape=_shape_of(shape, out),
-                   dtype=dtype)
-
-
-def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    if isinstance(loc, NDArray) or isinstance(scale, NDArray):
-        return _per_element('_sample_normal', ('loc', 'scale'), loc, scale, shape, dtype, out)
-    return _sample('_random_normal', ctx, out, loc=loc, scale=scale, shape=_shape_of(shape, out),
-                   dtype=dtype)
-
-
 def _dispatch(name, names, values, shape, dtype, ctx, out):
     """Scalar parameters -> _random_<name>; NDArray parameters -> _sample_<name> (all must be
     NDArrays then, as in MXNet)."""
@@ -58,6 +31,14 @@ def _dispatch(name, names, values, shape, dtype, ctx, out):
         return invoke_parsed(op, op.parse_params(params), list(values), out=out)
     return _sample('_random_' + name, ctx, out, shape=_shape_of(shape, out), dtype=dtype,
                    **dict(zip(names, values)))
+
+
+def uniform(low=0, high=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    return _dispatch('uniform', ('low', 'high'), (low, high), shape, dtype, ctx, out)
+
+
+def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    return _dispatch('normal', ('loc', 'scale'), (loc, scale), shape, dtype, ctx, out)
 
 
 def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):

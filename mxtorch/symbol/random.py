@@ -2,38 +2,6 @@
 from .register import create
 
 
-def _per_element(op_name, names, first, second, shape, dtype, kwargs):
-    """Symbolic draws with array parameters (MXNet's _sample_* ops)."""
-    from ..base import MXNetError
-    from .symbol import Symbol
-    if not (isinstance(first, Symbol) and isinstance(second, Symbol)):
-        raise MXNetError('Distribution parameters must all have the same type, but got %s=%s '
-                         'and %s=%s' % (names[0], type(first).__name__, names[1],
-                                        type(second).__name__))
-    params = dict(kwargs)
-    if shape is not None:
-        params['shape'] = shape
-    if dtype is not None:
-        params['dtype'] = dtype
-    return create(op_name, [first, second], params, func_name=op_name)
-
-
-def uniform(low=0, high=1, shape=None, dtype=None, **kwargs):
-    from .symbol import Symbol
-    if isinstance(low, Symbol) or isinstance(high, Symbol):
-        return _per_element('_sample_uniform', ('low', 'high'), low, high, shape, dtype, kwargs)
-    return create('_random_uniform', [], dict(kwargs, low=low, high=high, shape=shape,
-                                              dtype=dtype), func_name='_random_uniform')
-
-
-def normal(loc=0, scale=1, shape=None, dtype=None, **kwargs):
-    from .symbol import Symbol
-    if isinstance(loc, Symbol) or isinstance(scale, Symbol):
-        return _per_element('_sample_normal', ('loc', 'scale'), loc, scale, shape, dtype, kwargs)
-    return create('_random_normal', [], dict(kwargs, loc=loc, scale=scale, shape=shape,
-                                             dtype=dtype), func_name='_random_normal')
-
-
 def _dispatch(name, names, values, shape, dtype, kwargs):
     """Scalar parameters -> _random_<name>; Symbol parameters -> _sample_<name>."""
     from ..base import MXNetError
@@ -52,6 +20,14 @@ def _dispatch(name, names, values, shape, dtype, kwargs):
     return create('_random_' + name, [], dict(kwargs, shape=shape, dtype=dtype,
                                               **dict(zip(names, values))),
                   func_name='_random_' + name)
+
+
+def uniform(low=0, high=1, shape=None, dtype=None, **kwargs):
+    return _dispatch('uniform', ('low', 'high'), (low, high), shape, dtype, kwargs)
+
+
+def normal(loc=0, scale=1, shape=None, dtype=None, **kwargs):
+    return _dispatch('normal', ('loc', 'scale'), (loc, scale), shape, dtype, kwargs)
 
 
 def exponential(scale=1, shape=None, dtype=None, **kwargs):
