@@ -1,4 +1,8 @@
 """Errors and dtype vocabulary shared by every part of mxtorch."""
+import ctypes
+import os
+import platform
+
 import numpy as np
 import torch
 
@@ -89,15 +93,80 @@ def is_float_dtype(dtype):
     return torch_dtype(dtype).is_floating_point
 
 
-def check_call(condition, message, *args):
-    """Raise MXNetError(message % args) unless condition holds."""
-    if not condition:
-        raise MXNetError(message % args if args else message)
+def check_call(ret):
+    """MXNet's C-API return check: raise MXNetError unless `ret` is 0 (there is no C library
+    here; the name is kept for scripts that import it)."""
+    if ret != 0:
+        raise MXNetError('call returned %r' % (ret,))
 
 
-def string_types():
-    return (str,)
-
-
-numeric_types = (float, int, np.generic)
 integer_types = (int, np.integer)
+numeric_types = (float, int, np.generic)
+string_types = (str,)
+error_types = {}
+py_str = lambda x: x.decode('utf-8') if isinstance(x, bytes) else x  # noqa: E731
+mx_real_t = np.float32
+mx_uint = ctypes.c_uint
+mx_int = ctypes.c_int
+mx_int64 = ctypes.c_int64
+mx_float = ctypes.c_float
+mx_float_p = ctypes.POINTER(mx_float)
+# opaque handle types of MXNet's C API; mxtorch's objects are plain Python, so they are only names
+NDArrayHandle = SymbolHandle = ExecutorHandle = KVStoreHandle = FunctionHandle = ctypes.c_void_p
+OpHandle = CachedOpHandle = DataIterHandle = DataIterCreatorHandle = ctypes.c_void_p
+RecordIOHandle = ProfileHandle = DLPackHandle = ctypes.c_void_p
+
+
+class _NullType:
+    """Placeholder for an argument left at its default."""
+
+    def __repr__(self):
+        return '_Null'
+
+
+_Null = _NullType()
+
+
+class NotSupportedForSparseNDArray(MXNetError):
+    """Raised for dense-only functions called on a sparse array."""
+
+    def __init__(self, function, alias, *args):
+        super().__init__('Function %s (namely operator "%s") with arguments (%s) is not supported '
+                         'for SparseNDArray and only available in NDArray.'
+                         % (function.__name__, alias, ', '.join(type(a).__name__ for a in args)))
+
+
+def data_dir_default():
+    """Where MXNet keeps downloaded files when MXNET_HOME is not set."""
+    if platform.system() == 'Windows':
+        return os.path.join(os.environ.get('APPDATA'), 'mxnet')
+    return os.path.join(os.path.expanduser('~'), '.mxnet')
+
+
+def data_dir():
+    """MXNET_HOME, or the platform default: where data sets and models are stored."""
+    return os.getenv('MXNET_HOME', data_dir_default())
+
+
+def _as_list(obj):
+    """`obj` itself if it is a list or tuple, else `[obj]`."""
+    return obj if isinstance(obj, (list, tuple)) else [obj]
+
+
+class _MXClassPropertyDescriptor:
+    def __init__(self, fget):
+        self.fget = fget
+
+    def __get__(self, obj, clas=None):
+        return self.fget.__get__(obj, clas if clas is not None else type(obj))()
+
+
+def classproperty(func):
+    """A read-only property of the class itself."""
+    return _MXClassPropertyDescriptor(func if isinstance(func, (classmethod, staticmethod))
+                                      else classmethod(func))
+
+
+def with_metaclass(meta, *bases):
+    """Create a base class with metaclass `meta` (six's helper, which MXNet's base exports)."""
+    return meta('_with_metaclass_base', bases or (object,), {})
