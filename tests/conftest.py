@@ -1,4 +1,5 @@
-"""Shared test fixtures: the golden files made by real MXNet 1.9.1 live in ../shared/golden."""
+"""Shared test fixtures: the golden files made by real MXNet 1.9.1 live in tests/golden (made by
+tests/golden/make_golden.py; MXTORCH_GOLDEN points the tests at another copy)."""
 import json
 import os
 import pathlib
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-GOLDEN = pathlib.Path(os.environ.get('MXTORCH_GOLDEN', ROOT.parent / 'shared' / 'golden'))
+GOLDEN = pathlib.Path(os.environ.get('MXTORCH_GOLDEN', ROOT / 'tests' / 'golden'))
 FIXTURES = ROOT / 'tests' / 'fixtures'
 
 
