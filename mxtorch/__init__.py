@@ -37,3 +37,4 @@ from . import test_utils
 from . import operator  # noqa: A004  (mx.operator: Python custom operators)
 from . import random as rnd
 from . import contrib, engine, log, profiler, runtime, util
+from .util import is_np_shape, set_np_shape, np_shape, use_np_shape

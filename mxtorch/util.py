@@ -1,6 +1,8 @@
-"""mx.util: GPU queries and environment variables (MXNet's NumPy-interface switches are out of
-mxtorch's scope)."""
+"""mx.util: GPU queries, environment variables and MXNet's NumPy-shape switch (mxtorch's shapes
+always follow NumPy; the rest of MXNet's NumPy interface is out of scope)."""
+import functools
 import os
+import threading
 
 import torch
 
@@ -49,3 +51,57 @@ def setenv(name, value):
         os.environ.pop(name, None)
     else:
         os.environ[name] = str(value)
+
+
+# MXNet's NumPy-shape switch. mxtorch's shapes always follow NumPy (a 0 is a zero-size dimension,
+# () a scalar); the switch is kept as MXNet's flag so that code reading or scoping it runs unchanged.
+_np_shape = threading.local()
+
+
+def is_np_shape():
+    """Whether MXNet's NumPy-shape semantics are switched on in this thread."""
+    return getattr(_np_shape, 'active', False)
+
+
+def set_np_shape(active):
+    """Switch NumPy-shape semantics on or off; returns the previous state."""
+    prev = is_np_shape()
+    _np_shape.active = bool(active)
+    return prev
+
+
+class _NumpyShapeScope:
+    def __init__(self, active=True):
+        self._active, self._prev = active, None
+
+    def __enter__(self):
+        self._prev = set_np_shape(self._active)
+        return self
+
+    def __exit__(self, *exc):
+        set_np_shape(self._prev)
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def scoped(*args, **kwargs):
+            with _NumpyShapeScope(self._active):
+                return func(*args, **kwargs)
+        return scoped
+
+
+def np_shape(active=True):
+    """A scope (also usable as a decorator) with NumPy-shape semantics on or off."""
+    return _NumpyShapeScope(active)
+
+
+def use_np_shape(func):
+    """Decorator: run `func` (or every method of a class) with NumPy-shape semantics on."""
+    if isinstance(func, type):
+        for name, attr in list(vars(func).items()):
+            if callable(attr) and not name.startswith('__'):
+                setattr(func, name, use_np_shape(attr))
+        return func
+    if not callable(func):
+        raise TypeError('use_np_shape can only decorate classes and callable objects, got %s'
+                        % type(func))
+    return np_shape(True)(func)
