@@ -379,9 +379,9 @@ def _matthews(tp, fp, fn, tn):
 class _BinaryMetric(EvalMetric):
     """Shared by F1 and MCC: a score of binary confusion counts.
 
-    'macro' adds each update pair's score with weight 1 (an average of per-batch scores);
-    'micro' scores the counts pooled since the last reset_local (global: since reset), weighted
-    by the number of examples.
+    'macro' scores the counts pooled over the pairs of one `update` call and adds that score
+    with weight 1 (an average of per-update scores); 'micro' scores the counts pooled since the
+    last reset_local (global: since reset), weighted by the number of examples.
     """
     _score = None   # f(tp, fp, fn, tn), set by each subclass
 
@@ -395,16 +395,18 @@ class _BinaryMetric(EvalMetric):
 
     def update(self, labels, preds):
         labels, preds = check_label_shapes(labels, preds, True)
+        counts = [0, 0, 0, 0]
         for label, pred in zip(labels, preds):
-            counts = _binary_counts(label, pred, type(self).__name__)
-            if self.average == 'macro':
-                self._add(self._score(*counts), 1)
-                continue
-            self._local = [a + b for a, b in zip(self._local, counts)]
-            self._global = [a + b for a, b in zip(self._global, counts)]
-            self.num_inst, self.global_num_inst = sum(self._local), sum(self._global)
-            self.sum_metric = self._score(*self._local) * self.num_inst
-            self.global_sum_metric = self._score(*self._global) * self.global_num_inst
+            counts = [a + b for a, b in
+                      zip(counts, _binary_counts(label, pred, type(self).__name__))]
+        if self.average == 'macro':
+            self._add(self._score(*counts), 1)
+            return
+        self._local = [a + b for a, b in zip(self._local, counts)]
+        self._global = [a + b for a, b in zip(self._global, counts)]
+        self.num_inst, self.global_num_inst = sum(self._local), sum(self._global)
+        self.sum_metric = self._score(*self._local) * self.num_inst
+        self.global_sum_metric = self._score(*self._global) * self.global_num_inst
 
     def reset(self):
         super().reset()

@@ -285,6 +285,24 @@ def test_f1_mcc_macro_micro_against_numpy():
         metric.MCC(average='weighted')
 
 
+
+def test_f1_mcc_macro_pools_the_pairs_of_one_update():
+    # MXNet's macro average scores each update call's pooled counts, not each (label, pred) pair
+    rs = np.random.RandomState(11)
+    calls = [[(rs.randint(0, 2, n).astype(np.float32), rs.rand(n, 2).astype(np.float32))
+              for n in sizes] for sizes in ((4, 6), (3, 7, 2))]
+    f1, mcc = metric.F1(average='macro'), metric.MCC(average='macro')
+    for pairs in calls:
+        for m in (f1, mcc):
+            m.update([_nd(l) for l, _ in pairs], [_nd(p) for _, p in pairs])
+    per_call = np.array([_binary_scores(np.concatenate([l for l, _ in pairs]),
+                                        np.concatenate([p for _, p in pairs]))
+                         for pairs in calls])
+    assert f1.num_inst == 2 and mcc.num_inst == 2
+    assert f1.get()[1] == pytest.approx(per_call[:, 0].mean())
+    assert mcc.get()[1] == pytest.approx(per_call[:, 1].mean())
+    assert f1.get_global()[1] == pytest.approx(per_call[:, 0].mean())
+
 def test_regression_metrics_average_per_batch():
     rs = np.random.RandomState(7)
     batches = [(rs.randn(n).astype(np.float32), rs.randn(n, 1).astype(np.float32))
