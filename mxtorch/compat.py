@@ -10,8 +10,14 @@ through either name are shared. The modules keep their mxtorch names (`mx.__name
 Nothing is written to disk (no `mxnet` package, no .pth file): another process, or this one
 after `uninstall()`, sees a real MXNet installation, or none, exactly as before.
 
-Gluon and MXNet's NumPy interface are outside mxtorch's scope; importing them raises an
-ImportError that says so. Other MXNet modules mxtorch lacks raise ModuleNotFoundError.
+MXNet's NumPy interface is outside mxtorch's scope; importing it raises an ImportError that
+says so. Other MXNet modules mxtorch lacks raise ModuleNotFoundError.
+
+MXNet-era scripts also use NumPy 1.x names that NumPy 2 removed (`np.int`, `np.float`,
+`np.bool`, `np.NaN`, `np.fromstring` on bytes, ...). While the alias is installed, those names
+work again: each one warns once, loudly, the first time the script uses it. They are served by
+a module `__getattr__` fallback on numpy (an existing name is never shadowed), and uninstall()
+puts numpy back as it was; a process that never installs the alias sees NumPy untouched.
 """
 import argparse
 import importlib
@@ -21,6 +27,9 @@ import logging
 import os
 import runpy
 import sys
+import warnings
+
+import numpy
 
 ALIAS = 'mxnet'
 TARGET = 'mxtorch'
@@ -28,8 +37,7 @@ TARGET = 'mxtorch'
 SCOPE = ("mxtorch reimplements MXNet 1.x's symbolic stack (mx.nd, mx.sym, executors, the "
          "mx.mod Module API, io, recordio, metric, optimizer, initializer, kvstore, callback, "
          "model, monitor, rnn, operator, test_utils, viz, profiler, runtime, engine, log, util)")
-OUT_OF_SCOPE = {'gluon': 'Gluon',
-                'numpy': "MXNet's NumPy interface", 'np': "MXNet's NumPy interface",
+OUT_OF_SCOPE = {'numpy': "MXNet's NumPy interface", 'np': "MXNet's NumPy interface",
                 'numpy_extension': "MXNet's NumPy extensions", 'npx': "MXNet's NumPy extensions"}
 
 
@@ -56,8 +64,9 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
         if head not in (ALIAS, TARGET):
             return None
         first = rest.split('.')[0]
-        if first in OUT_OF_SCOPE:
-            # `from mxnet import gluon` asks for `mxtorch.gluon`, the alias's real name
+        if first in OUT_OF_SCOPE and importlib.machinery.PathFinder.find_spec(
+                TARGET + '.' + first, importlib.import_module(TARGET).__path__) is None:
+            # `from mxnet import np` asks for `mxtorch.np`, the alias's real name
             raise ImportError("%s: %s is outside mxtorch's scope; %s."
                               % (fullname, OUT_OF_SCOPE[first], SCOPE), name=fullname)
         if head == TARGET:
@@ -78,6 +87,72 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
 _FINDER = _AliasFinder()
 
 
+class _LegacyNumpy:
+    """NumPy 1.x names that NumPy 2 removed, restored for legacy scripts while the alias is on."""
+
+    ALIASES = {'int': int, 'float': float, 'bool': bool, 'object': object, 'complex': complex,
+               'str': str, 'long': int, 'unicode': str, 'NaN': float('nan'), 'NAN': float('nan'),
+               'Inf': float('inf'), 'Infinity': float('inf'), 'infty': float('inf'),
+               'PINF': float('inf'), 'NINF': float('-inf'), 'PZERO': 0.0, 'NZERO': -0.0,
+               'float_': numpy.float64, 'complex_': numpy.complex128, 'int0': numpy.intp,
+               'uint0': numpy.uintp, 'bool8': numpy.bool_, 'string_': numpy.bytes_,
+               'unicode_': numpy.str_, 'object0': numpy.object_, 'longfloat': numpy.longdouble,
+               'singlecomplex': numpy.complex64, 'cfloat': numpy.complex128,
+               'longcomplex': numpy.clongdouble, 'clongfloat': numpy.clongdouble,
+               'product': numpy.prod, 'cumproduct': numpy.cumprod, 'alltrue': numpy.all,
+               'sometrue': numpy.any, 'round_': numpy.round,
+               'asfarray': lambda a, dtype=numpy.float64: numpy.asarray(
+                   a, dtype=dtype if numpy.issubdtype(dtype, numpy.inexact) else numpy.float64)}
+
+    def __init__(self):
+        self.warned = set()
+        self.saved = None
+
+    def _warn(self, name):
+        if name not in self.warned:
+            self.warned.add(name)
+            warnings.warn('numpy.%s was removed in NumPy 2; mxtorch serves it for this MXNet-era '
+                          'script (alias installed by mxtorch run / mxtorch.compat.install())'
+                          % name, FutureWarning, stacklevel=3)
+
+    def _getattr(self, name):
+        if name in self.ALIASES and name not in numpy.__dict__:
+            self._warn(name)
+            return self.ALIASES[name]
+        return self.saved['__getattr__'](name)
+
+    def _fromstring(self, string, dtype=float, count=-1, *, sep='', like=None):
+        if sep == '':      # binary mode: NumPy 2 refuses it; NumPy 1 returned a copy
+            self._warn('fromstring (binary mode)')
+            return numpy.frombuffer(string, dtype=dtype, count=count).copy()
+        return self.saved['fromstring'](string, dtype=dtype, count=count, sep=sep)
+
+    def install(self):
+        if self.saved is not None or int(numpy.__version__.split('.')[0]) < 2:
+            return
+        self.saved = {'__getattr__': numpy.__dict__.get('__getattr__', self._missing),
+                      'fromstring': numpy.fromstring}
+        numpy.__getattr__ = self._getattr
+        numpy.fromstring = self._fromstring
+
+    def uninstall(self):
+        if self.saved is None:
+            return
+        numpy.fromstring = self.saved['fromstring']
+        if self.saved['__getattr__'] is self._missing:
+            del numpy.__getattr__
+        else:
+            numpy.__getattr__ = self.saved['__getattr__']
+        self.saved = None
+
+    @staticmethod
+    def _missing(name):
+        raise AttributeError("module 'numpy' has no attribute %r" % name)
+
+
+_legacy_numpy = _LegacyNumpy()
+
+
 def _is_alias(name, module):
     return module is sys.modules.get(TARGET + name[len(ALIAS):])
 
@@ -92,12 +167,14 @@ def install():
                           'stand in for mxnet only before the first `import mxnet`'
                           % getattr(existing, '__file__', existing))
     sys.meta_path.insert(0, _FINDER)
+    _legacy_numpy.install()
 
 
 def uninstall():
     """Undo install(): drop the finder and the `mxnet` entries it put in sys.modules."""
     while _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
+    _legacy_numpy.uninstall()
     for name, module in list(sys.modules.items()):
         if (name == ALIAS or name.startswith(ALIAS + '.')) and _is_alias(name, module):
             del sys.modules[name]

@@ -119,10 +119,6 @@ def test_install_aliases_every_submodule_and_uninstall_removes_them():
         assert mxtorch.__spec__.name == 'mxtorch' and nd.__spec__.name == 'mxtorch.ndarray'
         assert importlib.util.find_spec('mxtorch.ndarray').name == 'mxtorch.ndarray'
 
-        with pytest.raises(ImportError, match="Gluon is outside mxtorch's scope"):
-            from mxnet import gluon  # noqa: F401
-        with pytest.raises(ImportError, match="Gluon is outside mxtorch's scope"):
-            import mxnet.gluon.nn  # noqa: F401
         with pytest.raises(ImportError, match="NumPy interface is outside mxtorch's scope"):
             from mxnet import np  # noqa: F401
         with pytest.raises(ModuleNotFoundError, match="No module named 'mxnet.image'") as e:
@@ -167,3 +163,38 @@ def test_register_cli_adds_the_run_subcommand():
     args = parser.parse_args(['run', 'train.py', '--epochs', '2', '-h'])
     assert (args.command, args.script, args.args) == ('run', 'train.py', ['--epochs', '2', '-h'])
     assert callable(args.run)
+
+
+def test_legacy_numpy_names_only_while_the_alias_is_installed():
+    """NumPy 1.x names NumPy 2 removed work for the legacy script, warn once each, and are gone
+    again after uninstall (numpy untouched for everyone else)."""
+    import warnings
+    import numpy as np
+    if int(np.__version__.split('.')[0]) < 2:
+        pytest.skip('NumPy 1.x still has these names')
+    with pytest.raises(AttributeError):
+        np.float
+    compat.install()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            assert np.zeros(2, dtype=np.float).dtype == np.float64
+            assert np.array([3], dtype=np.int).dtype == np.int64
+            assert np.isnan(np.NaN) and np.Inf == float('inf')
+            raw = np.arange(4, dtype=np.int32).tobytes()
+            got = np.fromstring(raw, dtype=np.int32)
+            np.float                                   # a second use does not warn again
+        assert got.tolist() == [0, 1, 2, 3] and got.flags.writeable
+        assert np.fromstring('1 2', dtype=np.int64, sep=' ').tolist() == [1, 2]   # text mode
+        names = [str(w.message).split(' ')[0] for w in caught]
+        assert names == ['numpy.float', 'numpy.int', 'numpy.NaN', 'numpy.Inf',
+                         'numpy.fromstring'], names
+        assert all(issubclass(w.category, FutureWarning) for w in caught)
+        with pytest.raises(AttributeError):
+            np.no_such_name_anywhere
+    finally:
+        compat.uninstall()
+    with pytest.raises(AttributeError):
+        np.float
+    with pytest.raises(ValueError):
+        np.fromstring(b'\x00\x00\x00\x00', dtype=np.int32)

@@ -488,7 +488,8 @@ def test_launch_maps_hosts_onto_torchrun_nodes(tmp_path):
         assert argv[argv.index('--nproc_per_node') + 1] == '2'
         assert argv[argv.index('--master_addr') + 1] == 'node-a'
         assert argv[argv.index('--master_port') + 1] == '1234'
-        assert argv[-3:] == ['train.py', '--lr', '0.1']
+        # every worker runs the script under the mxnet alias, as `mxtorch run` does
+        assert argv[-5:] == ['-m', 'mxtorch.compat', 'train.py', '--lr', '0.1']
     for argv, message in ((['-n', '3', '--hosts', str(hosts)], '-n 3 workers cannot be spread'),
                           (['-n', '0'], '-n must be >= 1, got 0'),
                           (['-n', '2', '--timeout', '0'], '--timeout must be .* > 0, got 0'),

@@ -3,13 +3,14 @@
     mxtorch launch -n N [--hosts FILE [--node-rank I] [--port P]] [--timeout S]
                    [--max-restarts K] script.py [script args...]
 
-One machine: `torchrun --standalone --nproc_per_node N script.py ...`.
+One machine: `torchrun --standalone --nproc_per_node N -m mxtorch.compat script.py ...`: every
+worker runs the script as `mxtorch run` would, so `import mxnet` gives mxtorch there too.
 
 Several machines (`--hosts FILE`: one host name per line, blank lines and # comments ignored):
 N workers are spread evenly, N/H per host, and host i runs
 
     torchrun --nnodes H --node_rank i --nproc_per_node N/H
-             --master_addr <first host> --master_port P script.py ...
+             --master_addr <first host> --master_port P -m mxtorch.compat script.py ...
 
 so worker ranks are host-major (host i holds ranks i*N/H ... (i+1)*N/H - 1) and rank 0, which
 writes the checkpoints, is on the first host. By default every host's command is started over
@@ -83,7 +84,9 @@ def node_commands(args):
         raise ValueError('--max-restarts must be >= 0, got %d' % args.max_restarts)
     torchrun = [sys.executable, '-m', 'torch.distributed.run',
                 '--max_restarts', str(args.max_restarts)]
-    script = [args.script] + list(args.script_args)
+    # each worker runs `python -m mxtorch.compat script ...`, so an unmodified MXNet script's
+    # `import mxnet` resolves to mxtorch in every worker, as under `mxtorch run`
+    script = ['-m', 'mxtorch.compat', args.script] + list(args.script_args)
     if args.hosts is None:
         return [(None, torchrun + ['--standalone', '--nnodes', '1', '--nproc_per_node',
                                    str(args.num_workers)] + script)]
