@@ -7,6 +7,7 @@ what was expected and what was given.
 """
 import abc
 import ast
+import re
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class Param(abc.ABC):
             if self.optional:
                 return None
             raise ValueError('None is not allowed')
-        return self._parse(value)
+        return self._parse(plain_value(value))
 
     @abc.abstractmethod
     def _parse(self, value):
@@ -221,10 +222,31 @@ def parse_params(op_name, schema, attrs):
     return Params(values)
 
 
-def format_attr_value(value):
-    """The string MXNet stores for a Python parameter value (str(), dtypes by name)."""
+# NumPy 2 prints scalars as `np.int64(3)`, so str((np.int64(3),)) is '(np.int64(3),)'
+_NUMPY_SCALAR_REPR = re.compile(r'\b(?:np|numpy)\.(?:u?int\d*|float\d*|bool_?|intp|uintp|'
+                                r'longlong|ulonglong|double|single|half|str_)\(([^()]*)\)')
+
+
+def plain_value(value):
+    """`value` with NumPy scalars made Python numbers, in tuples and lists too, and their NumPy 2
+    reprs (`np.int64(3)`) in attribute strings replaced by the number: MXNet accepts a NumPy
+    integer wherever it accepts an int."""
     if isinstance(value, str):
-        return value
+        return _NUMPY_SCALAR_REPR.sub(r'\1', value) if 'np' in value else value
+    if isinstance(value, np.generic) and not isinstance(value, (np.str_, np.bytes_)):
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        return type(value)(plain_value(v) for v in value)
+    return value
+
+
+def format_attr_value(value):
+    """The string MXNet stores for a Python parameter value (str(), dtypes by name, NumPy
+    scalars as the plain numbers MXNet's NumPy 1 wrote)."""
+    if isinstance(value, str):
+        return plain_value(value)
+    if isinstance(value, (np.generic, tuple, list)):
+        value = plain_value(value)
     if isinstance(value, (type, np.dtype)) or (hasattr(value, 'is_floating_point')
                                                and not hasattr(value, 'shape')):
         try:
