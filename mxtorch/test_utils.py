@@ -18,6 +18,7 @@ import zipfile
 import numpy as np
 import torch
 
+import mxtorch as mx  # MXNet's test_utils exports `mx` to `from mxnet.test_utils import *`
 from .base import MXNetError
 from .context import Context, current_context, num_gpus
 from .io import DataIter, NDArrayIter
@@ -755,3 +756,9 @@ def peak_tensor_bytes(workload):
         live += nbytes
         peak = max(peak, live)
     return peak
+
+
+def is_aarch64_run():
+    """Whether this process runs on an aarch64 (ARM64) machine."""
+    import platform
+    return platform.machine() == 'aarch64'
