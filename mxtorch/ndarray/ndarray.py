@@ -150,9 +150,8 @@ class NDArray:
         return _wrap(self._tensor.detach().to(dt, copy=True), self._ctx)
 
     def tostype(self, stype):
-        if stype != 'default':
-            raise MXNetError('mxtorch supports only dense (default) storage, asked for %s' % stype)
-        return self
+        from .sparse import cast_storage
+        return cast_storage(self, stype)
 
     def detach(self):
         return _wrap(self._tensor.detach(), self._ctx)
@@ -169,8 +168,12 @@ class NDArray:
     def attach_grad(self, grad_req='write', stype=None):
         """Record gradients for this array in `mx.autograd` scopes; read them from `.grad`."""
         from .. import autograd
-        autograd.mark_variables([self], [_wrap(torch.zeros_like(self._tensor), self._ctx)],
-                                grad_req)
+        if stype is not None and stype != 'default':
+            from .sparse import zeros as sparse_zeros
+            grad = sparse_zeros(stype, self.shape, ctx=self._ctx, dtype=self.dtype)
+        else:
+            grad = _wrap(torch.zeros_like(self._tensor), self._ctx)
+        autograd.mark_variables([self], [grad], grad_req)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         from .. import autograd
@@ -448,6 +451,14 @@ def _explain_failure(op, p, tensors):
         infer_graph_shapes(order, {id(v): tuple(t.shape) for v, t in zip(variables, tensors)})
         infer_graph_types(order, {id(v): np_dtype(t.dtype) for v, t in zip(variables, tensors)})
     except MXNetError:
+    if op.infer_storage is not None or any(x.stype != 'default' for x in inputs):
+        from .sparse import invoke_with_storage      # storage types decide the kernel
+        return invoke_with_storage(op, p, inputs, out=out, ctx=ctx, train=train)
+    return invoke_dense(op, p, inputs, out=out, ctx=ctx, train=train)
+
+
+def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
+    """Run op's (dense) forward on the inputs' tensors."""
         raise
     except Exception:        # noqa: BLE001  (no better explanation: the caller reports err)
         return
@@ -533,18 +544,28 @@ def from_dlpack(dlpack):
     return from_torch(torch.utils.dlpack.from_dlpack(dlpack))
 
 
-def empty(shape, ctx=None, dtype=None):
+def empty(shape, ctx=None, dtype=None, stype=None):
+    if stype is not None and stype != 'default':
+        from .sparse import zeros as sparse_zeros
+        return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     ctx = ctx or current_context()
     return _wrap(torch.empty(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),
                              device=ctx.torch_device), ctx)
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs):
+def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
+    if stype is not None and stype != 'default':
+        from .sparse import zeros as sparse_zeros
+        return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     ctx = ctx or current_context()
     return _wrap(torch.zeros(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),
                              device=ctx.torch_device), ctx)
 
 
+    if source_array.__class__.__module__.startswith('scipy.sparse') or \
+            getattr(source_array, 'stype', 'default') != 'default':
+        from .sparse import array as sparse_array
+        return sparse_array(source_array, ctx=ctx, dtype=dtype)
 def ones(shape, ctx=None, dtype=None, **kwargs):
     ctx = ctx or current_context()
     return _wrap(torch.ones(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),

@@ -10,7 +10,7 @@ import torch
 from ..base import MXNetError
 from .params import Bool, Float, Int
 from .registry import OpDef, register
-from .shapes import same_shape, check, merge
+from .shapes import same_shape, check, merge, require, fmt
 
 
 def _check_same_dtype(name, x, y):
@@ -245,6 +245,17 @@ def _identity(p, data):
 
 
 register(OpDef('_copy', _identity, infer_shape=same_shape, aliases=('identity',)))
+
+
+def _identity_like_rhs(p, lhs, rhs):
+    """lhs unchanged; rhs only lends its shape (inference runs both ways) and gets no gradient."""
+    require(lhs.shape == rhs.shape, '_identity_with_attr_like_rhs: lhs of shape %s must have '
+            'the shape of rhs %s', fmt(lhs.shape), fmt(rhs.shape))
+    return lhs.clone()
+
+
+register(OpDef('_identity_with_attr_like_rhs', _identity_like_rhs, inputs=('lhs', 'rhs'),
+               infer_shape=same_shape))
 
 
 def _hard_sigmoid(p, data):

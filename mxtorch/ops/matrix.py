@@ -77,11 +77,15 @@ def _data_rule(op, out_of, partial=True):
 
 
 def _pair_rule(op, out_of, partial=False):
-    """Rule of a two-input op whose output shape follows from both inputs."""
+    """Rule of a two-input op whose output shape follows from both inputs; from partial ones
+    too if `partial` (a function of (p, lhs, rhs): when they are complete enough)."""
     @_rule(op)
     def rule(p, ins, outs):
         lhs, rhs = ins[0], ins[1]
-        if lhs is None or rhs is None or not (partial or (known(lhs) and known(rhs))):
+        if lhs is None or rhs is None:
+            return ins, outs
+        ready = partial(p, lhs, rhs) if callable(partial) else partial
+        if not (ready or (known(lhs) and known(rhs))):
             return ins, outs
         return ins, [merge(outs[0], out_of(p, lhs, rhs))]
     return rule
@@ -735,10 +739,12 @@ def _where(p, condition, x, y):
 @_rule('where')
 def _where_shape(p, ins, outs):
     condition, x, y = ins
+    if not known(condition):         # as MXNet: nothing is inferred before the condition is
+        return ins, outs
     s = merge(merge(x, y), outs[0])
-    if s is not None and condition is not None:
+    if s is not None:                # (MXNet checks x against the condition without filling it)
         if len(condition) == len(s):
-            s = condition = merge(condition, s)
+            merge(condition, s)
         else:
             _where_check(condition, s)
     return [condition, s, s], [s]
@@ -807,12 +813,21 @@ def _batch_dot(p, lhs, rhs):
     return torch.matmul(a, b)
 
 
-for _name, _fn, _shape in (('dot', _dot, _dot_shape),
-                           ('batch_dot', _batch_dot, _batch_dot_shape)):
+def _batch_dot_partial(p, lhs, rhs):
+    """As MXNet, batch_dot infers from partial shapes only when lhs's last dim and rhs's
+    second-last dim are known, whatever the transposes (other ranks go to the full check)."""
+    if len(lhs) < 3 or len(lhs) != len(rhs):
+        return True
+    return bool(lhs[-1] and rhs[-2])
+
+
+for _name, _fn, _shape, _partial in (('dot', _dot, _dot_shape, True),
+                                     ('batch_dot', _batch_dot, _batch_dot_shape,
+                                      _batch_dot_partial)):
     register(OpDef(_name, _fn, inputs=('lhs', 'rhs'),
                    params={'transpose_a': Bool(False), 'transpose_b': Bool(False),
                            'forward_stype': Enum(('csr', 'default', 'row_sparse'), None)},
-                   infer_shape=_pair_rule(_name, _shape, partial=True)))
+                   infer_shape=_pair_rule(_name, _shape, partial=_partial)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import torch
 
 from ..base import MXNetError, CODE_DTYPES, np_dtype, torch_dtype
 from ..ops.shapes import ShapeError, first, known, merge, same_type, fmt
+from ..util import is_np_shape
 from .graph import topo_order
 
 MAX_ROUNDS = 32
@@ -156,7 +157,20 @@ def _shape_hint(node):
     except (ValueError, SyntaxError):
         raise MXNetError('Variable %s has an unreadable __shape__ attribute %r'
                          % (node.name, text)) from None
-    return tuple(int(d) for d in (value if isinstance(value, (tuple, list)) else (value,)))
+    return _unknown_as_zero(value if isinstance(value, (tuple, list)) else (value,))
+
+
+def _unknown_as_zero(shape):
+    """Inference's form of a shape: an unknown dim (-1 under NumPy-shape semantics) is 0."""
+    return tuple(max(int(d), 0) for d in shape)
+
+
+def _as_reported(shape, partial):
+    """A shape as MXNet reports it: under NumPy-shape semantics an unknown shape is None and an
+    unknown dim -1; otherwise (legacy) 0s mark unknown dims and () an unknown shape."""
+    if is_np_shape():
+        return None if shape is None else tuple(d if d > 0 else -1 for d in shape)
+    return () if shape is None and partial else shape
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,7 +208,7 @@ def _given_by_name(symbol, args, kwargs, convert, what):
 def _as_shape(name, value):
     if not isinstance(value, tuple):
         raise TypeError("Arguments need to be shapes (tuple), but '%s' is %s." % (name, type(value)))
-    return tuple(int(d) for d in value)
+    return _unknown_as_zero(value)
 
 
 def infer_shape(symbol, args, kwargs, partial):
@@ -213,13 +227,12 @@ def infer_shape(symbol, args, kwargs, partial):
     aux_shapes = [table.get((id(n), 0)) for n in aux]
     out_shapes = [table.get((id(n), i)) for n, i in symbol._entries]
     if partial:
-        fill = lambda s: () if s is None else s   # noqa: E731
-        return ([fill(s) for s in arg_shapes], [fill(s) for s in out_shapes],
-                [fill(s) for s in aux_shapes])
+        return tuple([_as_reported(s, True) for s in shapes]
+                     for shapes in (arg_shapes, out_shapes, aux_shapes))
     unknown = [(n.name, s) for n, s in zip(arguments + aux, arg_shapes + aux_shapes)
                if not known(s)]
     if unknown or not all(known(s) for s in out_shapes):
-        lines = ['%s: %s' % (name, s if s is not None else '()') for name, s in unknown[:10]]
+        lines = ['%s: %s' % (name, _as_reported(s, True)) for name, s in unknown[:10]]
         if len(unknown) > 10:
             lines.append('...')
         warnings.warn('Cannot decide shape for the following arguments (0s in shape means '
