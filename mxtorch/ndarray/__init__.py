@@ -29,6 +29,9 @@ def _install():
 
 _install()
 from . import random  # noqa: E402  (after the generated functions it builds on)
+from . import sparse  # noqa: E402
+from .sparse import CSRNDArray, RowSparseNDArray, BaseSparseNDArray  # noqa: E402
+sparse._install_functions(_generated_functions())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,3 +7,4 @@ from . import rnn, custom  # noqa: F401
 from . import linalg  # noqa: F401
 from . import optimizer_ops  # noqa: F401
 from . import legacy  # noqa: F401
+from . import sparse  # noqa: F401  (storage-type rules over the ops above)

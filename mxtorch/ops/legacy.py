@@ -281,20 +281,12 @@ register(OpDef('col2im', _col2im, params=dict(_PATCH, output_size=Shape()),
 # ---------------------------------------------------------------------------------------------
 # cast_storage, fill_element_0index
 # ---------------------------------------------------------------------------------------------
-def _check_stype(p):
-    if p.stype != 'default':
-        raise MXNetError("cast_storage: stype='%s' is not supported: mxtorch has dense arrays "
-                         "only (stype='default')" % p.stype)
-
-
 def _cast_storage(p, data):
-    """stype='default': a copy of the (dense) array."""
-    _check_stype(p)
+    """The same values (a copy); the output's storage type is `stype` (ops/sparse.py)."""
     return data.clone()
 
 
 def _cast_storage_shape(p, ins, outs):
-    _check_stype(p)
     return same_shape(p, ins, outs)
 
 

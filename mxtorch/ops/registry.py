@@ -62,6 +62,11 @@ def _as_fn(value):
 
 
 class OpDef:
+    # storage types (ops/sparse.py): infer_storage(p, in_stypes) -> out stypes, or None for
+    # MXNet's dense fallback; sparse_forward(p, inputs, out_stypes) -> outputs, or None
+    infer_storage = None
+    sparse_forward = None
+
     def __init__(self, name, forward, params=None, inputs=('data',), aux=(), outputs=('output',),
                  visible_outputs=None, variadic=None, mode_dependent=False, creation=False,
                  infer_shape=None, infer_type=None, head_grad='required', update_aux=None,

@@ -28,6 +28,7 @@ def _install():
 
 _install()
 from . import random  # noqa: E402
+from . import sparse  # noqa: E402
 
 
 def _creation(op_name, shape, dtype, kwargs, **params):
