@@ -183,10 +183,37 @@ def test_csv_shapes_dtypes_and_errors(tmp_path):
     assert it.provide_label == [('softmax_label', (2, 2))]
     with pytest.raises(MXNetError, match='hold 6 values, but the shape'):
         io.CSVIter(data_csv=data_csv, data_shape=(4,), batch_size=2)
-    with pytest.raises(ValueError, match='dtype must be one of'):
+    with pytest.raises(MXNetError, match='dtype must be one of'):
         io.CSVIter(data_csv=data_csv, data_shape=(6,), batch_size=2, dtype='float16')
-    with pytest.raises(TypeError, match='batch_size'):
+    with pytest.raises(MXNetError, match='Required parameter batch_size'):
         io.CSVIter(data_csv=data_csv, data_shape=(6,))
+    with pytest.raises(MXNetError, match="round_batch expect boolean but value='x'"):
+        io.CSVIter(data_csv=data_csv, data_shape=(6,), batch_size=2, round_batch='x')
+    with pytest.raises(TypeError, match='CSVIter can only accept keyword arguments'):
+        io.CSVIter(data_csv, data_shape=(6,), batch_size=2)
+    with pytest.raises(MXNetError, match="cannot read data_csv 'missing.csv'"):
+        io.CSVIter(data_csv='missing.csv', data_shape=(6,), batch_size=2)
+
+
+def test_native_iterator_protocol(tmp_path):
+    # as MXNet 1.9.1's MXDataIter: unknown keywords pass, values may be strings, the first batch
+    # is loaded at construction and stays pending (iter_next does not move) until reset()
+    np.savetxt(tmp_path / 'd.csv', np.arange(11), delimiter=',', fmt='%d')
+    it = io.CSVIter(data_csv=str(tmp_path / 'd.csv'), data_shape='(1,)', batch_size='2',
+                    input_shape=(3,), data_name='x', label_name='y')
+    assert isinstance(it, io.MXDataIter) and it.batch_size == 2
+    assert it.provide_data == [('x', (2, 1))] and it.provide_label == [('y', (2,))]
+    assert [it.iter_next() and it.getindex().tolist() for _ in range(3)] == [[0, 1]] * 3
+    assert isinstance(it.getdata(), mx.nd.NDArray) and it.getdata().shape == (2, 1)
+    assert isinstance(it.getlabel(), mx.nd.NDArray) and it.getpad() == 0
+    assert it.next().index.tolist() == [0, 1] and it.next().index.tolist() == [2, 3]
+    assert [b.index.tolist() for b in it][-1] == [10, 0]
+    it.reset()
+    assert [it.iter_next() and it.getindex().tolist() for _ in range(3)] == [[1, 2], [3, 4],
+                                                                              [5, 6]]
+    assert it.next().index.tolist() == [7, 8]
+    it.debug_skip_load()
+    assert [it.next().index.tolist() for _ in range(3)] == [[7, 8]] * 3
 
 
 def test_csv_batches_are_views_unless_wrapped(csv_files):
@@ -509,7 +536,7 @@ def test_mnist_gzip_and_silent(tmp_path, capsys):
             name, 3 if name == 'images' else 1))).read_bytes()))
     it = io.MNISTIter(image=str(tmp_path / 'images'), label=str(tmp_path / 'labels'),
                       batch_size=10, shuffle=False, flat=True)
-    assert 'load 50 images, shuffle=0, shape=[10, 42]' in capsys.readouterr().err
+    assert 'load 50 images, shuffle=0, shape=(10,42)' in capsys.readouterr().err   # as MXNet
     for got, want in zip(it, _mnist(batch_size=10, shuffle=False, flat=True)):
         np.testing.assert_array_equal(got.data[0].asnumpy(), want.data[0].asnumpy())
         np.testing.assert_array_equal(got.label[0].asnumpy(), want.label[0].asnumpy())
@@ -543,5 +570,10 @@ def test_mnist_header_and_argument_errors(tmp_path):
         io.MNISTIter(image='missing', label=str(MNIST_LABELS))
     with pytest.raises(ValueError, match='batch_size'):
         _mnist(batch_size=0)
+    with pytest.raises(TypeError, match='MNISTIter can only accept keyword arguments'):
+        io.MNISTIter(str(MNIST_IMAGES))
+    # MXNet's MNISTIter ignores parameters it does not know, such as other iterators' shapes
+    it = _mnist(batch_size=10, flat=1, shuffle=0, data_shape=(42,), input_shape=(1, 7, 6))
+    assert it.provide_data == [('data', (10, 42))] and it.getdata().shape == (10, 42)
     with pytest.raises(ValueError, match='part_index'):
         _mnist(num_parts=2, part_index=2)

@@ -2,8 +2,9 @@
 from . import io, utils
 from .io import DataDesc, DataBatch, DataIter, ResizeIter, PrefetchingIter
 from .ndarray_iter import NDArrayIter
+from .native import MXDataIter
 from .csv_iter import CSVIter
 from .mnist_iter import MNISTIter
 
 __all__ = ['DataDesc', 'DataBatch', 'DataIter', 'ResizeIter', 'PrefetchingIter', 'NDArrayIter',
-           'CSVIter', 'MNISTIter']
+           'MXDataIter', 'CSVIter', 'MNISTIter']

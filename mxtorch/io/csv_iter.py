@@ -1,18 +1,21 @@
 """CSVIter: batches of rows read from CSV files."""
 import numpy as np
 
-from ..base import MXNetError, integer_types
+from ..base import MXNetError
 from ..ndarray import array
-from .io import DataDesc, DataIter
+from .native import REQUIRED, MXDataIter, RoundBatchRows, parse_params
 from .utils import _part_range, _reorder, _take
 
 _DTYPES = (np.dtype('float32'), np.dtype('int32'), np.dtype('int64'))
+_PARAMS = {'data_csv': ('str', REQUIRED), 'data_shape': ('shape', REQUIRED),
+           'label_csv': ('str', 'NULL'), 'label_shape': ('shape', (1,)),
+           'batch_size': ('count', REQUIRED), 'round_batch': ('bool', True),
+           'num_parts': ('int', 1), 'part_index': ('int', 0)}
 
 
-def _shape(shape, argument):
-    shape = (shape,) if isinstance(shape, integer_types) else tuple(int(s) for s in shape)
+def _check_shape(shape, argument):
     if not shape or any(s <= 0 for s in shape):
-        raise ValueError('CSVIter: %s must be a non-empty shape of positive sizes, got %r'
+        raise MXNetError('CSVIter: %s must be a non-empty shape of positive sizes, got %r'
                          % (argument, shape))
     return shape
 
@@ -21,8 +24,8 @@ def _read_csv(path, shape, dtype, argument):
     """All rows of a CSV file as an array of shape (rows,) + shape."""
     try:
         rows = np.loadtxt(path, delimiter=',', dtype=np.float64, ndmin=2)
-    except ValueError as err:
-        raise MXNetError('CSVIter: cannot parse %s %r: %s' % (argument, path, err)) from None
+    except (OSError, ValueError) as err:
+        raise MXNetError('CSVIter: cannot read %s %r: %s' % (argument, path, err)) from None
     if rows.size == 0:
         raise MXNetError('CSVIter: %s %r holds no rows' % (argument, path))
     size = int(np.prod(shape))
@@ -32,48 +35,45 @@ def _read_csv(path, shape, dtype, argument):
     return rows.astype(dtype).reshape((rows.shape[0],) + shape)
 
 
-class CSVIter(DataIter):
+class CSVIter(MXDataIter):
     """Iterate over the rows of a CSV file (and of a label CSV file) in batches.
+
+    Keyword arguments only: data_csv, data_shape (required), label_csv='NULL', label_shape=(1,),
+    batch_size (required), round_batch=True, dtype, num_parts=1, part_index=0, and the other
+    parameters of MXNet's built-in iterators (see mxtorch.io.native).
 
     Each row of `data_csv` is one sample reshaped to `data_shape`; each row of `label_csv` one
     label of `label_shape` (labels are zeros without `label_csv`). A `label_shape` of one element
     gives labels of shape (batch_size,). Values are parsed as numbers and stored as `dtype`
-    ('float32' by default, 'int32' or 'int64'), data and labels alike. Arrays are named 'data'
-    and 'softmax_label'; `index` holds the row numbers in the file (uint64).
+    ('float32' by default, 'int32' or 'int64'), data and labels alike. `index` holds the row
+    numbers in the file (uint64). Batches follow `RoundBatchRows` (round_batch=True: the batch
+    reaching the end of the file wraps to its start and the next epoch continues after it).
 
-    round_batch=True: the file is read as an endless loop; the batch that reaches the end of the
-    file is completed with rows from its start, `pad` counts them, and the next epoch (after
-    `reset()`) starts right after them. N=10, batch 4: [0-3] [4-7] [8,9,0,1] (pad 2), then
-    [2-5] [6-9], then again from row 0. A `reset()` before the wrap restarts at row 0.
-    round_batch=False: every epoch starts at row 0; the last, incomplete batch keeps in its
-    trailing slots the rows of the previous batch at those slots (rows from the file start when
-    there is no previous batch) and reports them as `pad`.
+    num_parts, part_index (an mxtorch extension; MXNet's CSVIter ignores them): the rows are
+    split into `num_parts` contiguous, near-equal pieces (piece i = rows [N*i//num_parts,
+    N*(i+1)//num_parts)) and this iterator only reads piece `part_index`.
 
-    num_parts, part_index: sharding for distributed training. The rows are split into
-    `num_parts` contiguous, near-equal pieces (piece i = rows [N*i//num_parts,
-    N*(i+1)//num_parts)) and this iterator only reads piece `part_index`; each piece is iterated
-    as if it were the whole file.
-
-    The files are read into memory once; `prefetch_buffer` and `ctx` are accepted for MXNet
-    compatibility, batches live on the CPU. Batches inside the file's range are views.
+    The files are read into memory once; batches live on the CPU and are views of it unless
+    they wrap around.
     """
 
-    def __init__(self, data_csv, data_shape, label_csv='NULL', label_shape=(1,), *, batch_size,
-                 round_batch=True, prefetch_buffer=4, ctx='gpu', dtype=None, num_parts=1,
-                 part_index=0):
-        super().__init__(batch_size)
-        if not (isinstance(batch_size, integer_types) and batch_size > 0):
-            raise ValueError('CSVIter: batch_size must be a positive int, got %r' % (batch_size,))
-        dtype = np.dtype(dtype or 'float32')
+    def __init__(self, *args, **kwargs):
+        super().__init__(kwargs.get('data_name', 'data'),
+                         kwargs.get('label_name', 'softmax_label'))
+        params = parse_params('CSVIter', _PARAMS, args, kwargs)
+        batch_size = params['batch_size']
+        if batch_size <= 0:
+            raise MXNetError('CSVIter: batch_size must be positive, got %d' % batch_size)
+        dtype = params['dtype'] or np.dtype('float32')
         if dtype not in _DTYPES:
-            raise ValueError('CSVIter: dtype must be one of %s, got %s'
-                             % ([d.name for d in _DTYPES], dtype))
-        self.data_shape = _shape(data_shape, 'data_shape')
-        self.label_shape = _shape(label_shape, 'label_shape')
-        self.round_batch = round_batch
-        data = _read_csv(data_csv, self.data_shape, dtype, 'data_csv')
+            raise MXNetError('CSVIter: %s is not supported; dtype must be one of %s'
+                             % (dtype, [d.name for d in _DTYPES]))
+        self.data_shape = _check_shape(params['data_shape'], 'data_shape')
+        self.label_shape = _check_shape(params['label_shape'], 'label_shape')
+        data = _read_csv(params['data_csv'], self.data_shape, dtype, 'data_csv')
         sample_label_shape = () if int(np.prod(self.label_shape)) == 1 else self.label_shape
-        if label_csv in (None, 'NULL'):
+        label_csv = params['label_csv']
+        if label_csv in ('None', 'NULL'):
             label = np.zeros((len(data),) + sample_label_shape, dtype=dtype)
         else:
             label = _read_csv(label_csv, self.label_shape, dtype, 'label_csv')
@@ -81,55 +81,26 @@ class CSVIter(DataIter):
                 raise MXNetError('CSVIter: data_csv has %d rows but label_csv has %d'
                                  % (len(data), len(label)))
             label = label.reshape((len(label),) + sample_label_shape)
-        self._first_row, stop = _part_range(len(data), num_parts, part_index)
+        self._first_row, stop = _part_range(len(data), params['num_parts'],
+                                            params['part_index'])
         self._data = array(data[self._first_row:stop], dtype=dtype)
         self._label = array(label[self._first_row:stop], dtype=dtype)
         self.num_data = stop - self._first_row
-        self._pos = 0                                      # first row of the next batch
-        self._previous = np.arange(batch_size) % self.num_data   # rows of the last batch
-        self._batch = None
+        self.round_batch = params['round_batch']
+        self._rows = RoundBatchRows(self.num_data, batch_size, self.round_batch)
+        self._start()
 
-    @property
-    def provide_data(self):
-        return [DataDesc('data', (self.batch_size,) + self.data_shape, self._data.dtype)]
+    def _before_first(self):
+        self._rows.reset()
 
-    @property
-    def provide_label(self):
-        return [DataDesc('softmax_label', (self.batch_size,) + self._label.shape[1:],
-                         self._label.dtype)]
-
-    def reset(self):
-        wrapped = self._pos - self.num_data
-        self._pos = wrapped % self.num_data if self.round_batch and wrapped > 0 else 0
-
-    def iter_next(self):
-        if self._pos >= self.num_data:
+    def _advance(self):
+        step = self._rows.next()
+        if step is None:
             return False
-        start, stop = self._pos, self._pos + self.batch_size
-        if self.round_batch:
-            rows = np.arange(start, stop) % self.num_data
-            arrays = [_take(a, 0, start, stop) for a in (self._data, self._label)]
+        rows, pad, contiguous = step
+        if contiguous is not None:
+            data, label = (_take(a, 0, *contiguous) for a in (self._data, self._label))
         else:
-            valid = min(stop, self.num_data) - start
-            rows = np.concatenate([np.arange(start, start + valid), self._previous[valid:]])
-            if valid == self.batch_size:
-                arrays = [_take(a, 0, start, stop) for a in (self._data, self._label)]
-            else:
-                arrays = [_reorder(a, 0, rows) for a in (self._data, self._label)]
-        pad = max(0, stop - self.num_data)
-        self._previous = rows
-        self._batch = (arrays, pad, (rows + self._first_row).astype(np.uint64))
-        self._pos = stop
+            data, label = (_reorder(a, 0, rows) for a in (self._data, self._label))
+        self._current = (data, label, pad, (rows + self._first_row).astype(np.uint64))
         return True
-
-    def getdata(self):
-        return [self._batch[0][0]]
-
-    def getlabel(self):
-        return [self._batch[0][1]]
-
-    def getpad(self):
-        return self._batch[1]
-
-    def getindex(self):
-        return self._batch[2]

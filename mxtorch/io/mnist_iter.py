@@ -5,12 +5,16 @@ import sys
 
 import numpy as np
 
-from ..base import MXNetError, integer_types
+from ..base import MXNetError
 from ..ndarray import array
-from .io import DataDesc, DataIter
+from .native import MXDataIter, parse_params
 from .utils import _part_range, _take
 
 _IMAGE_MAGIC, _LABEL_MAGIC = 0x803, 0x801    # IDX: unsigned bytes, 3 and 1 dimensions
+_PARAMS = {'image': ('str', './train-images-idx3-ubyte'),
+           'label': ('str', './train-labels-idx1-ubyte'), 'batch_size': ('int', 128),
+           'shuffle': ('bool', True), 'flat': ('bool', False), 'seed': ('int', 0),
+           'silent': ('bool', False), 'num_parts': ('int', 1), 'part_index': ('int', 0)}
 
 
 def _read_idx(path, magic, argument):
@@ -42,8 +46,12 @@ def _read_idx(path, magic, argument):
     return np.frombuffer(raw, dtype=np.uint8, count=size, offset=head).reshape(shape)
 
 
-class MNISTIter(DataIter):
+class MNISTIter(MXDataIter):
     """Iterate over MNIST-format IDX files (plain or gzip'ed) in batches.
+
+    Keyword arguments only: image, label, batch_size=128, shuffle=True, flat=False, seed=0,
+    silent=False, num_parts=1, part_index=0, and the other parameters of MXNet's built-in
+    iterators (see mxtorch.io.native; unknown ones such as data_shape are ignored, as MXNet).
 
     Images (any rows x cols) become float32 pixel/256, shaped (batch_size, 1, rows, cols), or
     (batch_size, rows*cols) with `flat=True`; labels float32 of shape (batch_size,). Only full
@@ -53,68 +61,57 @@ class MNISTIter(DataIter):
     orders differ from MXNet's). num_parts / part_index: the samples are split into contiguous,
     near-equal pieces (piece i = [N*i//num_parts, N*(i+1)//num_parts)) and only piece
     `part_index` is read. `index` holds each sample's position in the files (uint64).
-    `prefetch_buffer` and `ctx` are accepted for MXNet compatibility; `dtype` must be float32.
+    `dtype` must be float32 (or None).
     """
 
-    def __init__(self, image='./train-images-idx3-ubyte', label='./train-labels-idx1-ubyte',
-                 batch_size=128, shuffle=True, flat=False, seed=0, silent=False, num_parts=1,
-                 part_index=0, prefetch_buffer=4, ctx='gpu', dtype=None, data_name='data',
-                 label_name='softmax_label'):
-        super().__init__(batch_size)
-        if not (isinstance(batch_size, integer_types) and batch_size > 0):
-            raise ValueError('MNISTIter: batch_size must be a positive int, got %r' % (batch_size,))
-        if dtype is not None and np.dtype(dtype) != np.float32:
+    def __init__(self, *args, **kwargs):
+        super().__init__(kwargs.get('data_name', 'data'),
+                         kwargs.get('label_name', 'softmax_label'))
+        params = parse_params('MNISTIter', _PARAMS, args, kwargs)
+        batch_size, dtype = params['batch_size'], params['dtype']
+        if batch_size <= 0:
+            raise ValueError('MNISTIter: batch_size must be a positive int, got %r'
+                             % (batch_size,))
+        if dtype is not None and dtype != np.float32:
             raise MXNetError('MNISTIter: only float32 output is supported, got dtype=%s' % dtype)
+        image, label = params['image'], params['label']
         images = _read_idx(image, _IMAGE_MAGIC, 'image')
         labels = _read_idx(label, _LABEL_MAGIC, 'label')
         if len(images) != len(labels):
             raise MXNetError('MNISTIter: image file %r holds %d images but label file %r holds %d '
                              'labels' % (image, len(images), label, len(labels)))
+        num_parts, part_index = params['num_parts'], params['part_index']
         self._first, stop = _part_range(len(images), num_parts, part_index)
         self.num_data = stop - self._first
         if batch_size > self.num_data:
             raise MXNetError('MNISTIter: batch_size %d is larger than the %d samples of part %d '
                              'of %d' % (batch_size, self.num_data, part_index, num_parts))
         self._order = np.arange(self.num_data)
-        if shuffle:
-            self._order = np.random.RandomState(seed).permutation(self.num_data)
+        if params['shuffle']:
+            self._order = np.random.RandomState(params['seed']).permutation(self.num_data)
         rows = self._first + self._order
+        flat = params['flat']
         shape = (-1, images.shape[1] * images.shape[2]) if flat else (-1, 1) + images.shape[1:]
         self._data = array(images[rows].astype(np.float32).reshape(shape) / 256)
         self._label = array(labels[rows].astype(np.float32))
-        self.data_name, self.label_name = data_name, label_name
+        self._batch_size = batch_size
         self._pos = -batch_size
-        if not silent:
+        if not params['silent']:
             print('MNISTIter: load %d images, shuffle=%d, shape=%s'
-                  % (self.num_data, bool(shuffle), list(self.provide_data[0].shape)),
+                  % (self.num_data, params['shuffle'],
+                     '(%s)' % ','.join(map(str, (batch_size,) + self._data.shape[1:]))),
                   file=sys.stderr)
+        self._start()
 
-    @property
-    def provide_data(self):
-        return [DataDesc(self.data_name, (self.batch_size,) + self._data.shape[1:], np.float32)]
+    def _before_first(self):
+        self._pos = -self._batch_size
 
-    @property
-    def provide_label(self):
-        return [DataDesc(self.label_name, (self.batch_size,), np.float32)]
-
-    def reset(self):
-        self._pos = -self.batch_size
-
-    def iter_next(self):
-        if self._pos + 2 * self.batch_size > self.num_data:
+    def _advance(self):
+        size = self._batch_size
+        if self._pos + 2 * size > self.num_data:
             return False
-        self._pos += self.batch_size
+        self._pos += size
+        start, stop = self._pos, self._pos + size
+        self._current = (_take(self._data, 0, start, stop), _take(self._label, 0, start, stop),
+                         0, (self._order[start:stop] + self._first).astype(np.uint64))
         return True
-
-    def getdata(self):
-        return [_take(self._data, 0, self._pos, self._pos + self.batch_size)]
-
-    def getlabel(self):
-        return [_take(self._label, 0, self._pos, self._pos + self.batch_size)]
-
-    def getpad(self):
-        return 0
-
-    def getindex(self):
-        rows = self._order[self._pos:self._pos + self.batch_size] + self._first
-        return rows.astype(np.uint64)
