@@ -1,15 +1,23 @@
 """mx.autograd: imperative recording over torch autograd.
 
 `with mx.autograd.record():` runs `mx.nd` operators with torch's graph recording on;
-`x.attach_grad()` makes x a leaf whose gradient lands in `x.grad` after `y.backward()`.
-`is_training()` decides the mode of Dropout/BatchNorm in `mx.nd` calls.
+`x.attach_grad()` (or `mark_variables`) makes x a leaf whose gradient lands in `x.grad` after
+`y.backward()`; `grad(heads, variables, create_graph=True)` returns gradients that are recorded
+themselves, so they can be differentiated again. `is_training()` decides the mode of
+Dropout/BatchNorm in `mx.nd` calls. Each recorded operator call also leaves a small record on its
+outputs, from which `get_symbol` rebuilds the computation as an `mx.sym` Symbol.
 """
 import threading
 import weakref
 
 import torch
 
+from .base import MXNetError
+from .ndarray.ndarray import NDArray
+
 _state = threading.local()
+
+_GRAD_REQS = ('null', 'write', 'add')
 
 
 def is_recording():
@@ -20,52 +28,66 @@ def is_training():
     return getattr(_state, 'training', False)
 
 
-def set_recording(is_record):
-    prev = is_recording()
-    _state.recording = bool(is_record)
+def set_recording(is_recording):  # pylint: disable=redefined-outer-name
+    """Turn recording on or off; returns the previous state."""
+    prev = getattr(_state, 'recording', False)
+    _state.recording = bool(is_recording)
     return prev
 
 
-def set_training(train_mode):
+def set_training(train_mode):  # pylint: disable=redefined-outer-name
+    """Turn training mode on or off; returns the previous state."""
     prev = is_training()
     _state.training = bool(train_mode)
     return prev
 
 
-class _Scope:
-    def __init__(self, recording, training):
-        self._rec, self._train = recording, training
-        self._prev = None
+class _RecordingStateScope:
+    """Sets recording and/or training state inside a `with` block (None leaves one as it is)."""
+
+    def __init__(self, is_record, train_mode):  # pylint: disable=redefined-outer-name
+        self._enter_is_record = is_record
+        self._enter_train_mode = train_mode
+        self._prev_is_record = None
+        self._prev_train_mode = None
 
     def __enter__(self):
-        self._prev = (is_recording(), is_training())
-        if self._rec is not None:
-            set_recording(self._rec)
-        if self._train is not None:
-            set_training(self._train)
+        if self._enter_is_record is not None:
+            self._prev_is_record = set_recording(self._enter_is_record)
+        if self._enter_train_mode is not None:
+            self._prev_train_mode = set_training(self._enter_train_mode)
         return self
 
     def __exit__(self, *exc):
-        set_recording(self._prev[0])
-        set_training(self._prev[1])
+        if self._enter_is_record is not None:
+            set_recording(self._prev_is_record)
+        if self._enter_train_mode is not None:
+            set_training(self._prev_train_mode)
 
 
-def record(train_mode=True):
-    return _Scope(True, train_mode)
+def record(train_mode=True):  # pylint: disable=redefined-outer-name
+    """Scope in which operators are recorded for differentiation (in training mode by default)."""
+    return _RecordingStateScope(True, train_mode)
 
 
-def pause(train_mode=False):
-    return _Scope(False, train_mode)
+def pause(train_mode=False):  # pylint: disable=redefined-outer-name
+    """Scope in which operators are not recorded (in predict mode by default)."""
+    return _RecordingStateScope(False, train_mode)
 
 
 def train_mode():
-    return _Scope(None, True)
+    """Scope in which operators run in training mode; recording is left as it is."""
+    return _RecordingStateScope(None, True)
 
 
 def predict_mode():
-    return _Scope(None, False)
+    """Scope in which operators run in predict mode; recording is left as it is."""
+    return _RecordingStateScope(None, False)
 
 
+# ---------------------------------------------------------------------------------------------
+# Variables
+# ---------------------------------------------------------------------------------------------
 # NDArrays whose gradient backward() fills: id -> weak reference. (A WeakSet would compare
 # NDArrays with ==, which is element-wise, when the same array is attached twice.)
 _attached = {}
@@ -83,37 +105,310 @@ def _attach(var):
     _attached[key] = weakref.ref(var, forget)
 
 
+def _differentiable(tensor):
+    return tensor.is_floating_point() or tensor.is_complex()
+
+
 def mark_variables(variables, gradients, grad_reqs='write'):
-    """Make `variables` leaves whose gradients are written (or added) into `gradients`."""
+    """Make `variables` leaves whose gradients are written (or added) into `gradients`.
+
+    A variable that was computed under recording becomes a fresh leaf: gradients stop there.
+    """
+    if isinstance(variables, NDArray):
+        if not isinstance(gradients, NDArray):
+            raise TypeError('mark_variables: gradients must be an NDArray when variables is one')
+        variables, gradients = [variables], [gradients]
     if isinstance(grad_reqs, str):
         grad_reqs = [grad_reqs] * len(variables)
+    grad_reqs = list(grad_reqs)
+    for req in grad_reqs:
+        if req not in _GRAD_REQS:
+            raise KeyError(req)
+    if not len(variables) == len(gradients) == len(grad_reqs):
+        raise MXNetError('mark_variables: %d variables, %d gradients and %d grad_reqs; the '
+                         'lengths must agree' % (len(variables), len(gradients), len(grad_reqs)))
     for var, grad, req in zip(variables, gradients, grad_reqs):
-        var._tensor.requires_grad_(req != 'null')
+        tensor = var._tensor
+        if not tensor.is_leaf:
+            tensor = tensor.detach()
+        if tensor.requires_grad != (req != 'null' and _differentiable(tensor)):
+            tensor = tensor.detach() if tensor.requires_grad else tensor
+            tensor.requires_grad_(req != 'null' and _differentiable(tensor))
+        if hasattr(tensor, '_mx_entry'):
+            del tensor._mx_entry
+        var._tensor = tensor
         var._grad = grad
         var._grad_req = req
+        var._fresh_grad = False
         _attach(var)
 
 
-def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
-    """Gradients of `heads` into the `.grad` of every variable marked with attach_grad."""
-    from .ndarray.ndarray import NDArray
+def _variables():
+    """The live marked variables that take gradients."""
+    out = []
+    for ref in list(_attached.values()):
+        var = ref()
+        if var is not None and var._tensor.requires_grad and var._tensor.is_leaf:
+            out.append(var)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Differentiation
+# ---------------------------------------------------------------------------------------------
+def _parse_heads(heads, head_grads):
     heads = [heads] if isinstance(heads, NDArray) else list(heads)
     if head_grads is None:
         head_grads = [None] * len(heads)
     elif isinstance(head_grads, NDArray):
         head_grads = [head_grads]
-    grads = [torch.ones_like(h._tensor) if g is None else g._tensor
-             for h, g in zip(heads, head_grads)]
-    attached = [ref() for ref in list(_attached.values())]
-    leaves = [v for v in attached if v is not None and v._tensor.requires_grad]
-    results = torch.autograd.grad([h._tensor for h in heads], [v._tensor for v in leaves],
-                                  grads, retain_graph=retain_graph, allow_unused=True)
-    with torch.no_grad():
-        for var, g in zip(leaves, results):
-            if var._grad_req == 'add':
-                if g is not None:
-                    var._grad._tensor.add_(g)
-            elif g is None:
-                var._grad._tensor.zero_()
-            else:
-                var._grad._tensor.copy_(g)
+    else:
+        head_grads = list(head_grads)
+    if len(heads) != len(head_grads):
+        raise AssertionError('heads and head_grads must be lists of the same length')
+    for i, h in enumerate(heads):
+        if not h._tensor.requires_grad:
+            raise MXNetError('Cannot differentiate head %d because it is not in a computational '
+                             'graph. You need to set is_recording to true or use '
+                             'autograd.record() to save computational graphs for backward. If '
+                             'you want to differentiate the same graph twice, you need to pass '
+                             'retain_graph=True to backward.' % i)
+    tensors = [h._tensor for h in heads]
+    grads = []
+    for h, g in zip(tensors, head_grads):
+        if g is None:
+            grads.append(torch.ones_like(h))
+        else:
+            grads.append(g._tensor.to(h.device, h.dtype).reshape(h.shape))
+    return heads, tensors, grads
+
+
+def _run_grad(tensors, grads, inputs, retain_graph, create_graph, train):
+    try:
+        with _RecordingStateScope(create_graph, train), torch.enable_grad():
+            return torch.autograd.grad(tensors, inputs, grads, retain_graph=retain_graph,
+                                       create_graph=create_graph, allow_unused=True)
+    except RuntimeError as err:
+        raise MXNetError('autograd: %s' % err) from None
+
+
+def _release(heads):
+    """Forget the history of `heads` once their graph is spent (retain_graph=False), so that
+    differentiating them again fails as in MXNet instead of silently reusing it."""
+    for h in heads:
+        if not h._tensor.is_leaf:
+            h._tensor = h._tensor.detach()
+
+
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # pylint: disable=redefined-outer-name
+    """Gradients of `heads` into the `.grad` of every marked variable they depend on."""
+    heads, tensors, grads = _parse_heads(heads, head_grads)
+    leaves = _variables()
+    if leaves:
+        results = _run_grad(tensors, grads, [v._tensor for v in leaves], retain_graph, False,
+                            train_mode)
+        with torch.no_grad():
+            for var, g in zip(leaves, results):
+                if g is None:
+                    continue
+                target = var._grad._tensor
+                if var._grad_req == 'add':
+                    target.add_(g.to(target.dtype))
+                else:
+                    target.copy_(g)
+                var._fresh_grad = True
+    if not retain_graph:
+        _release(heads)
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
+         train_mode=True):  # pylint: disable=redefined-outer-name
+    """Gradients of `heads` with respect to `variables`, returned as new NDArrays (a list).
+
+    With create_graph=True the computation of the gradients is recorded, so they can be
+    differentiated again; retain_graph defaults to create_graph.
+    """
+    from .ndarray.ndarray import _wrap
+    heads, tensors, grads = _parse_heads(heads, head_grads)
+    if isinstance(variables, NDArray):
+        variables = [variables]
+    elif not len(variables):
+        raise AssertionError('variables cannot be an empty list.')
+    for i, var in enumerate(variables):
+        if not var._tensor.requires_grad:
+            raise MXNetError('Cannot differentiate with respect to the %d-th variable because '
+                             'it does not require gradient.' % (i + 1))
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    results = _run_grad(tensors, grads, [v._tensor for v in variables], retain_graph,
+                        create_graph, train_mode)
+    out = []
+    for i, (var, g) in enumerate(zip(variables, results)):
+        if g is None:
+            raise MXNetError('Cannot differentiate with respect to the %d-th variable because '
+                             'it is unreachable from the outputs.' % (i + 1))
+        if g._is_zerotensor():
+            g = torch.zeros(g.shape, dtype=g.dtype, device=g.device)
+        if not create_graph:
+            g = g.detach()
+        elif not g.requires_grad:
+            # a gradient that does not depend on the variables (x * c, clip, dropout masks)
+            # stays in the graph, as in MXNet, so differentiating it again gives zeros
+            g = _Anchor.apply(g, var._tensor)
+        out.append(_wrap(g, var._ctx))
+    if not retain_graph:
+        _release(heads)
+    return out
+
+
+class _Anchor(torch.autograd.Function):
+    """value(g, x) = g, with a zero gradient for x: keeps a constant gradient connected to x."""
+
+    @staticmethod
+    def forward(ctx, value, anchor):  # pylint: disable=arguments-differ
+        ctx.anchor_meta = (anchor.shape, anchor.dtype, anchor.device)
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, dvalue):  # pylint: disable=arguments-differ
+        shape, dtype, device = ctx.anchor_meta
+        return dvalue, torch.zeros(shape, dtype=dtype, device=device)
+
+
+# ---------------------------------------------------------------------------------------------
+# The recorded graph as a Symbol
+# ---------------------------------------------------------------------------------------------
+class _Record:
+    """One recorded operator call: its OpDef, parsed params and input entries."""
+    __slots__ = ('op', 'params', 'inputs')
+
+    def __init__(self, op, params, inputs):
+        self.op, self.params, self.inputs = op, params, inputs
+
+
+class _Leaf:
+    """An input that no recorded operator produced: a marked variable or a constant."""
+    __slots__ = ('marked',)
+
+    def __init__(self, marked):
+        self.marked = marked
+
+
+def _entry_of(tensor):
+    entry = getattr(tensor, '_mx_entry', None)
+    if entry is None:
+        entry = (_Leaf(tensor.requires_grad and tensor.is_leaf), 0)
+        tensor._mx_entry = entry
+    return entry
+
+
+def _record_op(op, params, inputs, outputs):
+    """Called for each operator run while recording: note it on outputs that carry gradient."""
+    if not any(t.requires_grad for t in outputs):
+        return
+    rec = _Record(op, params, [_entry_of(t) for t in inputs])
+    for i, t in enumerate(outputs):
+        t._mx_entry = (rec, i)
+
+
+def get_symbol(x):
+    """The recorded computation that produced `x`, as a Symbol (inputs that are marked
+    variables are named var<i>, other inputs null<i>; operators node_<j>)."""
+    from .ops.params import format_attr_value
+    from .symbol.graph import Node
+    from .symbol.symbol import Symbol
+    if not isinstance(x, NDArray):
+        raise AssertionError('get_symbol: Invalid argument type, expecting %s, got %s'
+                             % (NDArray, type(x)))
+    nodes = {}
+    counts = {'var': 0, 'op': 0}
+
+    def build(item):
+        key = id(item)
+        if key in nodes:
+            return nodes[key]
+        if isinstance(item, _Leaf):
+            node = Node(None, '%s%d' % ('var' if item.marked else 'null', counts['var']))
+            counts['var'] += 1
+        else:
+            inputs = [(build(src), idx) for src, idx in item.inputs]
+            attrs = {k: format_attr_value(v) for k, v in item.params.items()
+                     if v is not None and k in item.op.params
+                     and v != item.op.params[k].default}
+            node = Node(item.op, 'node_%d' % counts['op'], attrs, inputs)
+            counts['op'] += 1
+        nodes[key] = node
+        return node
+
+    src, idx = _entry_of(x._tensor)
+    return Symbol([(build(src), idx)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Custom differentiation
+# ---------------------------------------------------------------------------------------------
+class _FunctionBridge(torch.autograd.Function):
+    """Links a Function's outputs (computed beforehand) to its inputs in torch's graph; its
+    backward is the Function's own, on NDArrays."""
+
+    @staticmethod
+    def forward(ctx, func, outputs, *inputs):  # pylint: disable=arguments-differ
+        ctx.func = func
+        ctx.n_inputs = len(inputs)
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *out_grads):  # pylint: disable=arguments-differ
+        from .ndarray.ndarray import from_torch
+        func = ctx.func
+        with pause(is_training()):
+            rets = func.backward(*[from_torch(g.detach()) for g in out_grads])
+        if isinstance(rets, NDArray):
+            rets = (rets,)
+        rets = tuple(rets)
+        if len(rets) != ctx.n_inputs:
+            raise MXNetError('%s.backward must return exactly the same number of NDArrays as '
+                             'the number of NDArrays arguments to forward. Expecting %d got %d'
+                             % (type(func).__name__, ctx.n_inputs, len(rets)))
+        for ret in rets:
+            if not isinstance(ret, NDArray):
+                raise MXNetError('autograd.Function.backward must return NDArrays, not %s'
+                                 % type(ret).__name__)
+        return (None, None) + tuple(r._tensor for r in rets)
+
+
+class Function:
+    """Custom differentiation: subclass it, define forward(*inputs) and backward(*out_grads)
+    on NDArrays (backward returns one gradient per forward input), and call an instance once.
+    `save_for_backward(*arrays)` keeps arrays for backward in `self.saved_tensors`."""
+
+    def __init__(self):
+        self._used = False
+        self.saved_tensors = ()
+
+    def save_for_backward(self, *args):
+        self.saved_tensors = args
+
+    def __call__(self, *inputs):
+        if self._used:
+            raise AssertionError('Each Function instance can only be called once. Please create '
+                                 'another instance.')
+        self._used = True
+        with pause(is_training()):
+            outputs = self.forward(*inputs)
+        if not is_recording() or not any(x._tensor.requires_grad for x in inputs):
+            return outputs
+        single = isinstance(outputs, NDArray)
+        outs = (outputs,) if single else tuple(outputs)
+        linked = _FunctionBridge.apply(self, [o._tensor.detach() for o in outs],
+                                       *[x._tensor for x in inputs])
+        for out, tensor in zip(outs, linked):
+            out._tensor = tensor
+        return outputs
+
+    def forward(self, *inputs):
+        """Forward computation on NDArrays."""
+        raise NotImplementedError
+
+    def backward(self, *output_grads):
+        """Backward computation: one gradient per output in, one per input out."""
+        raise NotImplementedError

@@ -3,9 +3,11 @@
 `mx.contrib.nd` (`mx.contrib.ndarray`) and `mx.contrib.sym` (`mx.contrib.symbol`) are
 mxtorch's `mx.nd.contrib` and `mx.sym.contrib`: the operators registered as `_contrib_<name>`,
 under `<name>`. They are also importable as `mxtorch.contrib.ndarray` etc.
+`mx.contrib.autograd` is MXNet's first autograd interface (train_section, grad_and_loss).
 """
 import sys
 
+from . import autograd
 from ..ndarray import contrib as ndarray
 from ..symbol import contrib as symbol
 

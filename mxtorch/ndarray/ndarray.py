@@ -24,7 +24,7 @@ def _ctx_of_tensor(tensor):
 
 class NDArray:
     """A handle over a torch.Tensor and the Context it lives on."""
-    __slots__ = ('_tensor', '_ctx', 'writable', '_grad', '_grad_req', '__weakref__')
+    __slots__ = ('_tensor', '_ctx', 'writable', '_grad', '_grad_req', '_fresh', '__weakref__')
     __array_priority__ = 1000.0
 
     def __init__(self, tensor, ctx=None, writable=True):
@@ -69,6 +69,15 @@ class NDArray:
     @property
     def grad(self):
         return self._grad
+
+    @property
+    def _fresh_grad(self):
+        """Whether backward wrote this variable's gradient since the flag was last cleared."""
+        return getattr(self, '_fresh', False)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, value):
+        self._fresh = bool(value)
 
     @property
     def T(self):
@@ -425,6 +434,9 @@ def invoke_parsed(op, p, inputs, out=None, ctx=None, train=None):
         with torch.no_grad():
             op.update_aux(p, aux, results)
     visible = [_fresh(r, tensors) for r in results[:op.num_visible_outputs(p)]]
+    if _recording():
+        from .. import autograd
+        autograd._record_op(op, p, tensors, visible)
     if out is not None:
         outs = out if isinstance(out, (list, tuple)) else [out]
         with torch.no_grad():

@@ -110,8 +110,9 @@ _BINARY_OPS = [
 ]
 
 for _ew, _ew_alias, _bc, _bc_alias, _kind in _BINARY_OPS:
-    register(OpDef(_ew, _binary_forward(_kind, _ew), inputs=('lhs', 'rhs'),
-                   infer_shape=same_shape, aliases=_ew_alias))
+    _op = register(OpDef(_ew, _binary_forward(_kind, _ew), inputs=('lhs', 'rhs'),
+                         infer_shape=same_shape, aliases=_ew_alias))
+    _op.backward_node = _kind != 'add'     # elemwise_add's gradient is MXNet's CloneGradient
     register(OpDef(_bc, _binary_forward(_kind, _bc), inputs=('lhs', 'rhs'),
                    infer_shape=_broadcast_shape, aliases=_bc_alias))
 
@@ -193,12 +194,35 @@ for _kind, _fn in list(_SCALAR_FUNCS.items()) + list(_SCALAR_CMP.items()):
 # Unary math. Results keep the input dtype.
 # ---------------------------------------------------------------------------------------------
 def _round_half_away(x):
+    if not x.is_floating_point():       # integers are already whole (and exact past 2^24)
+        return x.clone()
     return torch.sign(x) * torch.floor(torch.abs(x) + 0.5)
 
 
 def _rint(x):
+    if not x.is_floating_point():
+        return x.clone()
     f = torch.floor(x)
     return torch.where(x - f <= 0.5, f, torch.ceil(x))
+
+
+class _MXNetArcHyperbolic(torch.autograd.Function):
+    """arcsinh / arccosh with MXNet 1.9.1's gradients: the first derivative is exact
+    (1/sqrt(x^2 +- 1)), but the derivative of that first-derivative node with respect to x has
+    the opposite sign of the true second derivative (MXNet's rule, which its own tests expect):
+    +x/(x^2 +- 1)^1.5."""
+
+    @staticmethod
+    def forward(ctx, x, sign):  # pylint: disable=arguments-differ
+        ctx.save_for_backward(x)
+        ctx.sign = sign
+        return torch.asinh(x) if sign > 0 else torch.acosh(x)
+
+    @staticmethod
+    def backward(ctx, dy):  # pylint: disable=arguments-differ
+        x, = ctx.saved_tensors
+        slope = torch.rsqrt(x * x + ctx.sign)
+        return dy * (2 * slope.detach() - slope), None
 
 
 _UNARY = {
@@ -210,8 +234,9 @@ _UNARY = {
     'exp': torch.exp, 'expm1': torch.expm1, 'log': torch.log, 'log10': torch.log10,
     'log2': torch.log2, 'log1p': torch.log1p, 'sin': torch.sin, 'cos': torch.cos,
     'tan': torch.tan, 'arcsin': torch.asin, 'arccos': torch.acos, 'arctan': torch.atan,
-    'sinh': torch.sinh, 'cosh': torch.cosh, 'tanh': torch.tanh, 'arcsinh': torch.asinh,
-    'arccosh': torch.acosh, 'arctanh': torch.atanh,
+    'sinh': torch.sinh, 'cosh': torch.cosh, 'tanh': torch.tanh, 'arctanh': torch.atanh,
+    'arcsinh': lambda x: _MXNetArcHyperbolic.apply(x, 1.0),
+    'arccosh': lambda x: _MXNetArcHyperbolic.apply(x, -1.0),
     'degrees': lambda x: x * (180.0 / math.pi), 'radians': lambda x: x * (math.pi / 180.0),
     'relu': torch.relu, 'sigmoid': torch.sigmoid, 'softsign': lambda x: x / (1 + torch.abs(x)),
     'reciprocal': torch.reciprocal, 'negative': torch.neg, 'erf': torch.erf,
