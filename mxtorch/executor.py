@@ -183,6 +183,7 @@ class Executor:
         self._aux_names = [n.name for n in self._aux_nodes]
         self._output_names = symbol.list_outputs()
         self._plan = Plan.from_symbol(symbol, self._arg_nodes, self._aux_nodes, shapes)
+        self._shapes = shapes
         device = ctx.torch_device
         self._forward_train, self._ns_train = self._plan.compile(True, device)
         self._forward_infer, self._ns_infer = self._plan.compile(False, device)
@@ -199,6 +200,7 @@ class Executor:
         self._last = None
         self._monitor = None
         self._monitor_all = False
+        self._last_watch = None      # a monitored training pass's backward nodes (monitoring)
         self._partial = None
         self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
 
@@ -289,6 +291,8 @@ class Executor:
     def _run(self, is_train, with_grad):
         """Run the plan; remember what backward needs."""
         inputs = self._inputs(with_grad)
+        self._last_watch = ({'nodes': [], 'leaves': []}
+                            if self._monitor is not None and with_grad else None)
         if self._monitor is not None or profiler.recording():
             fn = self._interpreter(is_train)
         elif is_train:
@@ -312,6 +316,21 @@ class Executor:
             for out, value in zip(self.outputs, heads):
                 out._tensor.copy_(value)
         return self.outputs
+
+    def run_on(self, tensors, is_train):
+        """Run the plan on `tensors` (arguments, then auxiliary states) in the caller's torch
+        grad mode, so the outputs join a graph mx.autograd is recording (Gluon's hybridized
+        blocks); with is_train, auxiliary statistics are updated in place at once, as the
+        imperative operators do. Returns the output tensors."""
+        fn = self._forward_train if is_train else self._forward_infer
+        heads, stats, _ = fn(*tensors)
+        if is_train and stats:
+            aux = tensors[len(self.arg_arrays):]
+            with torch.no_grad():
+                for step, outputs in zip(self._plan.stat_steps, stats):
+                    step.op.update_aux(step.params, [aux[i] for i in step.aux_positions
+                                                     if i is not None], outputs)
+        return heads
 
     # ---- backward ----------------------------------------------------------------------------------
     def _head_grads(self, out_grads):
@@ -377,14 +396,21 @@ class Executor:
             if data.requires_grad:             # seed autograd with MXNet's loss gradient
                 outs.append(data)
                 head_grads.append(step.op.loss_gradient(step.params, values[:-1], values[-1]))
+                if self._last_watch is not None:   # the loss node's own backward output
+                    for watched, grads, _ in self._last_watch['nodes']:
+                        if watched is step:
+                            grads[0] = head_grads[-1].detach()
         leaves = last['leaves']
         last['heads'] = last['leaves'] = last['losses'] = None
         if not outs:
             return [None] * len(leaves)
-        _run_backward(outs, head_grads, leaves)
+        watched = self._last_watch['leaves'] if self._last_watch is not None else []
+        _run_backward(outs, head_grads, leaves + watched)
         grads = [leaf.grad for leaf in leaves]
         for leaf in leaves:               # the grad arrays hold them now, nothing else may
             leaf.grad = None
+        if self._last_watch is not None:
+            self._report_backward()
         return grads
 
     def _write_grads(self, results):
@@ -423,8 +449,42 @@ class Executor:
     def _report(self, name, tensor):
         self._monitor(name, _wrap(tensor.detach(), self._ctx))
 
+    def _watch_backward(self, step, args):
+        """Monitoring a training pass: give each argument input of `step` an alias of its own
+        whose gradient hook records what MXNet's backward node of `step` outputs (this node's
+        gradient of that input, before other consumers' are summed in)."""
+        n_args = len(step.op.arg_names(step.params))
+        grads = [None] * n_args
+        shapes = [tuple(a.shape) for a in args[:n_args]]
+        for i, value in enumerate(args[:n_args]):
+            if not value.is_floating_point():
+                continue
+            if value.requires_grad:
+                alias = value.view_as(value)
+            else:          # a variable without gradient: a leaf of its own for this pass only
+                alias = value.detach().requires_grad_()
+                self._last_watch['leaves'].append(alias)
+            alias.register_hook(lambda g, i=i: grads.__setitem__(i, g.detach()))
+            args[i] = alias
+        self._last_watch['nodes'].append((step, grads, shapes))
+
+    def _report_backward(self):
+        """After a monitored backward: `<node>_backward_output[i]` for every node that got a
+        gradient, last node first, as MXNet's backward graph reports them."""
+        watch, self._last_watch = self._last_watch, None
+        for step, grads, shapes in reversed(watch['nodes']):
+            if all(g is None for g in grads):
+                continue
+            for i, (g, shape) in enumerate(zip(grads, shapes)):
+                suffix = 'output' if len(grads) == 1 else 'output%d' % i
+                self._report('%s_backward_%s' % (step.node.name, suffix),
+                             g if g is not None else torch.zeros(shape))
+
     def _run_step(self, step, values, namespace):
         args = [values[n] for n in step.inputs]
+        if (self._last_watch is not None and torch.is_grad_enabled() and not step.fused
+                and step.op.backward_node):
+            self._watch_backward(step, args)
         if self._monitor is not None and self._monitor_all:
             names = step.op.monitor_input_names(step.params, len(args))
             sources = step.node.inputs if not step.fused else [None] * len(args)
@@ -548,12 +608,36 @@ class Executor:
 
     # ---- introspection -------------------------------------------------------------------------
     def debug_str(self):
-        """The plan as text; ends with the memory MXNet-style tools parse."""
-        arrays = self.arg_arrays + [g for g in self._grad_list if g is not None] + \
-            self.aux_arrays + self.outputs
+        """The plan as text; ends with the memory MXNet-style tools parse: the bound arrays, and
+        where a gradient reaches an argument, its gradient array and the intermediate values a
+        training pass keeps for backward (nothing behind BlockGrad or grad_req 'null')."""
+        arrays = self.arg_arrays + self.aux_arrays + self.outputs
         total = sum(a.size * a._tensor.element_size() for a in arrays)
+        nodes = self._gradient_path()
+        reached = [i for i in self._leaf_positions if id(self._arg_nodes[i]) in nodes]
+        if reached:
+            total += sum(self._grad_list[i].size * self._grad_list[i]._tensor.element_size()
+                         for i in reached)
+            itemsize = self.outputs[0]._tensor.element_size() if self.outputs else 4
+            total += sum(prod(self._shapes[(id(n), k)]) * itemsize for n in nodes.values()
+                         if n.op is not None for k in range(n.num_outputs()) if (id(n), k) in self._shapes)
         return '%sTotal %d MB allocated\nTotal %d TempSpace resource requested\n' % (
             self._symbol.debug_str(), total >> 20, 0)
+
+    def _gradient_path(self):
+        """{id: node} of the nodes a head gradient flows through (not past BlockGrad)."""
+        seen = {}
+        stack = [n for (n, _), kind in zip(self._symbol._entries, self._head_kinds)
+                 if kind != 'zero']
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen[id(node)] = node
+            if node.op is None or node.op.head_grad(node.params) == 'zero':
+                continue
+            stack.extend(child for child, _ in node.inputs)
+        return seen
 
     def get_optimized_symbol(self):
         return self._symbol.__copy__()

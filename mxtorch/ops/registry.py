@@ -66,6 +66,10 @@ class OpDef:
     # MXNet's dense fallback; sparse_forward(p, inputs, out_stypes) -> outputs, or None
     infer_storage = None
     sparse_forward = None
+    # MXNet's backward graph has a node for this op (reported by Monitor as
+    # `<name>_backward_output[i]`); False where MXNet hands the head gradient straight to the
+    # inputs (its CloneGradient) and reports nothing
+    backward_node = True
 
     def __init__(self, name, forward, params=None, inputs=('data',), aux=(), outputs=('output',),
                  visible_outputs=None, variadic=None, mode_dependent=False, creation=False,
