@@ -36,7 +36,10 @@ def sum_on(arrays, context):
     """A new array on `context` holding the sum of `arrays`."""
     total = arrays[0].copyto(context)
     for a in arrays[1:]:
-        total += a.as_in_context(context)
+        if total.stype != 'default':        # sparse sums are new arrays (their rows grow)
+            total = total + a.as_in_context(context)
+        else:
+            total += a.as_in_context(context)
     return total
 
 
@@ -192,6 +195,11 @@ class KVStore(KVStoreBase):
                 raise MXNetError('row_ids for key %r must be one NDArray or a list of %d (one '
                                  'per out), got a list of %d' % (k, len(dsts), len(ids)))
             for dst, rows in zip(dsts, ids):
+                dense = self._rows_of(k, stored, rows)
+                if dst.stype == 'row_sparse':       # exactly the requested rows are stored
+                    from ..ndarray.sparse import set_rows
+                    set_rows(dst, dense, rows._tensor)
+                    continue
                 with torch.no_grad():
                     dst._tensor.copy_(self._rows_of(k, stored, rows))
 

@@ -675,3 +675,11 @@ def _install_functions(functions):
         if not name.startswith('_'):
             globals().setdefault(name, fn)
     globals()['square_sum'] = make_function(get_op('_square_sum'), 'square_sum')
+
+
+def set_rows(target, dense, rows):
+    """Make row_sparse `target` store exactly `rows` (unique, sorted) of the tensor `dense`."""
+    rows = torch.unique(rows.detach().reshape(-1).long()).to(dense.device)
+    target._set_parts((dense.detach()[rows].to(target._ctx.torch_device, target._dtype),
+                       rows.to(target._ctx.torch_device)))
+    return target

@@ -44,6 +44,28 @@ def _zeros_like(weight):
     return zeros(weight.shape, weight.context, dtype=weight.dtype)
 
 
+def _lazy_rows(opt, grad):
+    """The stored rows of a row_sparse gradient when `opt` updates lazily, else None."""
+    if grad.stype != 'row_sparse' or not getattr(opt, 'lazy_update', False):
+        return None
+    return grad._get_parts()[1].long()
+
+
+def _sgd_rows(rows, weight, grad, state, lr, wd, rescale, bound, momentum):
+    """SGD (with momentum when state) on `rows` of weight (and state) only."""
+    with torch.no_grad():
+        w, g = weight._tensor, grad._tensor[rows] * rescale
+        if bound is not None:
+            g = g.clamp(-bound, bound)
+        w_rows = w[rows]
+        step = -lr * (g + wd * w_rows)
+        if state is not None:
+            m = state._tensor
+            step = momentum * m[rows] + step
+            m[rows] = step
+        w[rows] = w_rows + step
+
+
 def _tensors(arrays):
     return [a._tensor for a in arrays]
 
@@ -342,6 +364,11 @@ class SGD(Optimizer):
         groups = {}
         for i, key in enumerate(zip(self._get_lrs(indices), self._get_wds(indices))):
             groups.setdefault(key, []).append(i)
+            rows = _lazy_rows(self, grads[i])
+            if rows is not None:                  # only the gradient's stored rows change
+                _sgd_rows(rows, weights[i], grads[i], states[i], float(key[0]),
+                          float(key[1]), rescale, bound, float(self.momentum))
+                continue
         rescale, bound = float(self.rescale_grad), self._clip_bound()
         with torch.no_grad():
             for (lr, wd), members in groups.items():
