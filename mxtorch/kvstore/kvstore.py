@@ -201,7 +201,7 @@ class KVStore(KVStoreBase):
                     set_rows(dst, dense, rows._tensor)
                     continue
                 with torch.no_grad():
-                    dst._tensor.copy_(self._rows_of(k, stored, rows))
+                    dst._tensor.copy_(dense)
 
     @staticmethod
     def _rows_of(key, stored, rows):

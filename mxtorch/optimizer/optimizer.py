@@ -362,14 +362,14 @@ class SGD(Optimizer):
         w = (1 - lr*wd)*w - lr*rescale*g)."""
         self._update_count(indices)
         groups = {}
+        rescale, bound = float(self.rescale_grad), self._clip_bound()
         for i, key in enumerate(zip(self._get_lrs(indices), self._get_wds(indices))):
-            groups.setdefault(key, []).append(i)
             rows = _lazy_rows(self, grads[i])
             if rows is not None:                  # only the gradient's stored rows change
                 _sgd_rows(rows, weights[i], grads[i], states[i], float(key[0]),
                           float(key[1]), rescale, bound, float(self.momentum))
                 continue
-        rescale, bound = float(self.rescale_grad), self._clip_bound()
+            groups.setdefault(key, []).append(i)
         with torch.no_grad():
             for (lr, wd), members in groups.items():
                 lr, wd = float(lr), float(wd)
