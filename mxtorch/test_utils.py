@@ -5,25 +5,46 @@ arrays; check_numeric_gradient compares its gradients with central finite differ
 random projection of the outputs; check_consistency runs one symbol across contexts/dtypes.
 Tolerances left as None default by dtype, the looser of the two sides being compared.
 """
+import bz2
 import contextlib
+import errno
 import functools
 import gzip
 import json
+import logging
 import numbers
 import os
+import platform
+import struct
 import sys
 import time
+import traceback
+import urllib.request
 import zipfile
+from collections import OrderedDict
+from contextlib import contextmanager
 
 import numpy as np
+import numpy.random as rnd
+import numpy.testing as npt
 import torch
+try:
+    import scipy.stats as ss
+except ImportError:
+    ss = None
 
 import mxtorch as mx  # MXNet's test_utils exports `mx` to `from mxnet.test_utils import *`
+
 from .base import MXNetError
 from .context import Context, current_context, num_gpus
 from .io import DataIter, NDArrayIter
 from .ndarray.ndarray import NDArray, array, waitall
 from .symbol import Symbol
+from .runtime import Features
+from .util import use_np, getenv, setenv, get_cuda_compute_capability  # noqa: F401 (MXNet's)
+
+# MXNet's storage type ids
+_STORAGE_TYPE_STR_TO_ID = {'undefined': -1, 'default': 0, 'row_sparse': 1, 'csr': 2}
 
 
 def default_context():
@@ -38,6 +59,12 @@ def set_default_context(ctx):
 
 def default_dtype():
     return np.float32
+
+
+def default_numeric_eps():
+    """Finite-difference step by dtype: powers of two, exact as input deltas."""
+    return {np.dtype(np.float16): 2.0 ** -6, np.dtype(np.float32): 2.0 ** -9,
+            np.dtype(np.float64): 2.0 ** -14}
 
 
 def _np(x):
@@ -66,6 +93,11 @@ def get_rtol(rtol=None, dtype=np.dtype(np.float64)):
 
 def get_atol(atol=None, dtype=np.dtype(np.float64)):
     return default_atols()[np.dtype(dtype)] if atol is None else atol
+
+
+def get_etol(etol=None):
+    """The tolerated fraction of mismatching elements (default 0)."""
+    return 0 if etol is None else etol
 
 
 def effective_dtype(dat):
@@ -165,21 +197,19 @@ def rand_shape_nd(num_dim, dim=10, allow_zero_size=False):
 
 def rand_ndarray(shape, stype='default', density=None, dtype=None, modifier_func=None,
                  shuffle_csr_indices=False, distribution=None, ctx=None):
-    """A dense array of standard normal values (then zeroed outside `density`, then passed
-    through modifier_func when given)."""
-    if stype != 'default':
-        raise MXNetError('mxtorch supports only dense (default) storage, asked for %s' % stype)
-    values = np.random.normal(size=shape)
-    if density is not None:
-        values = values * (np.random.uniform(size=shape) < density)
-    if modifier_func is not None:
-        values = modifier_func(values)
-    return array(values, ctx=ctx or default_context(), dtype=dtype or np.float32)
+    """A random array: dense standard normal values for stype 'default' (density and
+    modifier_func apply to sparse storage only, as in MXNet), else rand_sparse_ndarray's."""
+    if stype == 'default':
+        return array(random_arrays(shape), ctx=ctx or default_context(), dtype=dtype)
+    arr, _ = rand_sparse_ndarray(shape, stype, density=density, modifier_func=modifier_func,
+                                 dtype=dtype, shuffle_csr_indices=shuffle_csr_indices,
+                                 distribution=distribution, ctx=ctx)
+    return arr
 
 
 def random_arrays(*shapes):
     """Standard normal float32 arrays of the given shapes (one array for one shape)."""
-    arrays = [np.array(np.random.randn(*s), dtype=np.float32) for s in shapes]
+    arrays = [np.array(np.random.randn(*s), dtype=default_dtype()) for s in shapes]
     return arrays[0] if len(arrays) == 1 else arrays
 
 
@@ -677,19 +707,44 @@ _MNIST_FILES = ('train-images-idx3-ubyte', 'train-labels-idx1-ubyte', 't10k-imag
 
 
 def download(url, fname=None, dirname=None, overwrite=False, retries=5):
-    """The local copy of `url`: fname (default: the URL's last part), inside dirname if given.
+    """Fetch `url` into fname (default: the URL's last part), inside dirname if given (created
+    when missing); returns the file's path.
 
-    mxtorch does not use the network: an existing file is returned (unless overwrite) as MXNet
-    does; otherwise ConnectionError says where to put the file. `retries` is accepted for
-    MXNet's signature.
+    An existing file is kept unless overwrite. Otherwise the URL is fetched, with up to
+    `retries` further attempts; if it cannot be (no network, say), the error names the file to
+    place there by hand, so that everything built on download also works offline.
     """
+    if retries < 0:
+        raise ValueError('Number of retries should be at least 0, got %d' % retries)
     fname = fname or url.split('/')[-1]
-    if dirname is not None:
+    if dirname is None:
+        dirname = os.path.dirname(fname)
+    else:
         fname = os.path.join(dirname, fname)
+    if dirname:
+        os.makedirs(dirname, exist_ok=True)
     if os.path.exists(fname) and not overwrite:
+        logging.info('%s exists, skipping download', fname)
         return fname
-    raise ConnectionError('mxtorch.test_utils.download does not use the network; download %s '
-                          'yourself and save it as %s' % (url, os.path.abspath(fname)))
+    for attempt in range(retries + 1):
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                if getattr(response, 'status', 200) != 200:
+                    raise OSError('HTTP status %s for %s' % (response.status, url))
+                data = response.read()
+            break
+        except Exception as err:  # pylint: disable=broad-except
+            if attempt >= retries - 1:
+                raise ConnectionError(
+                    'could not download %s (%s: %s); to work offline, fetch it yourself and '
+                    'save it as %s' % (url, type(err).__name__, err, os.path.abspath(fname))
+                    ) from err
+            left = retries - attempt - 1
+            print('download failed, retrying, %d attempt%s left' % (left, 's' if left > 1 else ''))
+    with open(fname, 'wb') as f:
+        f.write(data)
+    logging.info('downloaded %s into %s successfully', url, fname)
+    return fname
 
 
 def _read_idx(f):
@@ -762,3 +817,589 @@ def is_aarch64_run():
     """Whether this process runs on an aarch64 (ARM64) machine."""
     import platform
     return platform.machine() == 'aarch64'
+
+
+# ---- more of MXNet's helpers -------------------------------------------------------------------
+def _sorted_items(d):
+    """d's (key, value) pairs sorted by key."""
+    return sorted(d.items(), key=lambda kv: kv[0])
+
+
+def _sorted_dict(d):
+    """An OrderedDict of d's items sorted by key."""
+    return OrderedDict(_sorted_items(d))
+
+
+def _find_max_violation(a, b, rtol, atol):
+    """(index, ratio) of the element of a and b furthest beyond atol + rtol * |b|; equal
+    elements (infinities included) count as no violation."""
+    a, b = np.broadcast_arrays(_np(a), _np(b))
+    diff = np.where(np.equal(a, b), 0, np.abs(a - b))
+    ratio = diff / (atol + rtol * np.abs(b) + 1e-20)
+    index = np.unravel_index(np.argmax(ratio), ratio.shape)
+    return index, np.max(ratio)
+
+
+def checkShapes(a, b):  # pylint: disable=invalid-name
+    """AssertionError unless a and b have the same shape."""
+    if a.shape != b.shape:
+        raise AssertionError('a.shape = %s and b.shape = %s are not equal' % (a.shape, b.shape))
+
+
+def locationError(a, b, index, names, maxError=False):  # pylint: disable=invalid-name
+    """A line naming the element at `index` of a and b."""
+    return 'Location of %serror: %s, %s=%.8f, %s=%.8f' % (
+        'maximum ' if maxError else '', index, names[0], a[index], names[1], b[index])
+
+
+def assert_almost_equal_with_err(a, b, rtol=None, atol=None, etol=None, names=('a', 'b'),
+                                 equal_nan=False, mismatches=(10, 10)):
+    """Like assert_almost_equal, but with etol > 0 a fraction of up to etol of the elements may
+    be outside the tolerance."""
+    etol = get_etol(etol)
+    if etol <= 0:
+        assert_almost_equal(a, b, rtol=rtol, atol=atol, names=names, equal_nan=equal_nan)
+        return
+    rtol, atol = get_tols(a, b, rtol, atol)
+    a, b = _np(a), _np(b)
+    close = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    rate = 1 - np.count_nonzero(close) / close.size
+    if rate > etol:
+        index, ratio = _find_max_violation(a, b, rtol, atol)
+        raise AssertionError(
+            'Error %f exceeds tolerance rtol=%e, atol=%e: %.4f%% of the elements mismatch, more '
+            'than etol=%g.\n%s\n %s: %s\n %s: %s'
+            % (ratio, rtol, atol, 100 * rate, etol,
+               locationError(*np.broadcast_arrays(a, b), index, names, maxError=True),
+               names[0], np.array2string(a, threshold=20), names[1],
+               np.array2string(b, threshold=20)))
+
+
+def collapse_sum_like(a, shape):
+    """Sum the NumPy array `a` over the axes where `shape` (broadcastable to a.shape) has
+    no dimension or a 1, giving an array of `shape`."""
+    shape = tuple(shape)
+    if a.ndim < len(shape):
+        raise ValueError('cannot collapse shape %s to the longer shape %s' % (a.shape, shape))
+    if a.size == 0 or int(np.prod(shape)) == 0:
+        return np.zeros(shape, dtype=a.dtype)
+    lead = a.ndim - len(shape)
+    axes = list(range(lead))
+    for i, size in enumerate(shape):
+        if size != a.shape[lead + i]:
+            if size != 1:
+                raise ValueError('shape %s is not broadcastable to %s' % (shape, a.shape))
+            axes.append(lead + i)
+    return np.sum(a, axis=tuple(axes)).reshape(shape)
+
+
+def is_cd_run():
+    """Whether the tests run as part of a continuous-delivery job (CD_JOB=1)."""
+    return os.environ.get('CD_JOB', 0) == '1'
+
+
+_features = Features()
+
+
+def has_tvm_ops():
+    """Whether operators generated by TVM are available: never in mxtorch."""
+    return _features.is_enabled('TVM_OP')
+
+
+def is_op_runnable():
+    """Whether the operators of the current context can run: always on CPU; on a GPU unless
+    TVM operators would need compute capability 5.3."""
+    ctx = current_context()
+    if ctx.device_type != 'gpu' or not _features.is_enabled('TVM_OP'):
+        return True
+    try:
+        return get_cuda_compute_capability(ctx) >= 53
+    except Exception:  # pylint: disable=broad-except
+        return False
+
+
+def assign_each(the_input, function):
+    """A float64 array of function(x) for each element x of the_input (a copy of the_input when
+    function is None)."""
+    if function is None:
+        return np.array(the_input)
+    the_input = np.asarray(the_input)
+    out = np.zeros(the_input.shape)
+    for index in np.ndindex(*the_input.shape):
+        out[index] = function(the_input[index])
+    return out
+
+
+def assign_each2(input1, input2, function):
+    """A float64 array of function(x, y) for each pair of elements of input1 and input2 (a copy
+    of input1 when function is None)."""
+    if function is None:
+        return np.array(input1)
+    input1, input2 = np.asarray(input1), np.asarray(input2)
+    if input1.shape != input2.shape:
+        raise ValueError('shapes %s and %s differ' % (input1.shape, input2.shape))
+    out = np.zeros(input1.shape)
+    for index in np.ndindex(*input1.shape):
+        out[index] = function(input1[index], input2[index])
+    return out
+
+
+def create_2d_tensor(rows, columns, dtype=np.int64):
+    """A (rows, columns) array whose row i is all i (for large-tensor tests)."""
+    column = mx.nd.arange(0, rows, dtype=dtype).reshape(rows, 1)
+    return mx.nd.broadcast_to(column, shape=(rows, columns))
+
+
+def create_vector(size, dtype=np.int64):
+    """The vector 0, 1, ..., size - 1 (for large-tensor tests)."""
+    return mx.nd.arange(0, size, dtype=dtype)
+
+
+def get_identity_mat(size):
+    """The float32 identity matrix of side `size`, as an NDArray."""
+    return mx.nd.array(np.eye(size, dtype=np.float32))
+
+
+def get_identity_mat_batch(size):
+    """A batch of two identity matrices of side `size`."""
+    eye = np.eye(size, dtype=np.float32)
+    return mx.nd.array(np.stack([eye, eye]))
+
+
+# ---- sparse arrays ------------------------------------------------------------------------------
+def _validate_csr_generation_inputs(num_rows, num_cols, density, distribution='uniform'):
+    if density < 0 or density > 1:
+        raise ValueError('density has to be between 0 and 1, got %s' % density)
+    if num_rows <= 0 or num_cols <= 0:
+        raise ValueError('num_rows and num_cols must be positive, got (%s, %s)'
+                         % (num_rows, num_cols))
+    if distribution == 'powerlaw' and int(num_rows * num_cols * density) < 2 * num_rows:
+        raise ValueError('not supported for this density: %s for this shape (%s, %s); the '
+                         'powerlaw distribution needs num_rows * num_cols * density >= '
+                         '2 * num_rows' % (density, num_rows, num_cols))
+
+
+def shuffle_csr_column_indices(csr):
+    """Shuffle, in place, the column indices within each row of a SciPy CSR matrix (valid CSR
+    need not have sorted indices)."""
+    for row in range(len(csr.indptr) - 1):
+        lo, hi = csr.indptr[row], csr.indptr[row + 1]
+        part = np.array(csr.indices[lo:hi])
+        np.random.shuffle(part)
+        csr.indices[lo:hi] = part
+
+
+def _get_uniform_dataset_csr(num_rows, num_cols, density=0.1, dtype=None, data_init=None,
+                             shuffle_csr_indices=False):
+    """A CSRNDArray of round(num_rows * num_cols * density) uniformly placed values uniform in
+    [0, 1) (or all data_init)."""
+    _validate_csr_generation_inputs(num_rows, num_cols, density, 'uniform')
+    from scipy import sparse as spsp
+    csr = spsp.random(num_rows, num_cols, density, format='csr',
+                      dtype=np.dtype(dtype or default_dtype()))
+    if data_init is not None:
+        csr.data.fill(data_init)
+    if shuffle_csr_indices:
+        shuffle_csr_column_indices(csr)
+    return mx.nd.sparse.csr_matrix((csr.data, csr.indices, csr.indptr),
+                                   shape=(num_rows, num_cols), dtype=dtype)
+
+
+def _get_powerlaw_dataset_csr(num_rows, num_cols, density=0.1, dtype=None):
+    """A CSRNDArray whose rows fill up in a power law: every row gets a first value, then row i
+    gets values in its first 2 ** (i + 1) columns, until num_rows * num_cols * density values
+    are placed. Values are uniform in [1.001, 3)."""
+    _validate_csr_generation_inputs(num_rows, num_cols, density, 'powerlaw')
+    left = int(num_rows * num_cols * density)
+    dense = np.zeros((num_rows, num_cols), dtype=dtype or default_dtype())
+
+    def done():
+        return mx.nd.array(dense, dtype=dense.dtype).tostype('csr')
+    for row in range(num_rows):
+        dense[row, 0] = 1 + rnd.uniform(0.001, 2)
+        left -= 1
+        if left <= 0:
+            return done()
+    width = 2
+    for row in range(num_rows):
+        limit = min(num_cols, width)
+        if limit == num_cols and left > limit:
+            dense[row] = 1 + rnd.uniform(0.001, 2)
+            left -= limit - 1
+            if left <= 0:
+                return done()
+            continue
+        for col in range(1, limit):
+            dense[row, col] = 1 + rnd.uniform(0.001, 2)
+            left -= 1
+            if left <= 0:
+                return done()
+        width *= 2
+    if left > 0:
+        raise ValueError('not supported for this density: %s for this shape (%s, %s)'
+                         % (density, num_rows, num_cols))
+    return done()
+
+
+def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None,
+                        data_init=None, rsp_indices=None, modifier_func=None,
+                        shuffle_csr_indices=False, ctx=None):
+    """A random sparse array and its parts: (RowSparseNDArray, (values, row indices)) for
+    'row_sparse' -- each row kept with probability `density` (or the rows rsp_indices), values
+    uniform in [0, 1) -- or (CSRNDArray, (indptr, indices, data)) for 'csr' with a 'uniform' or
+    'powerlaw' distribution. data_init fills all values; modifier_func maps each value."""
+    ctx = ctx or default_context()
+    density = rnd.rand() if density is None else density
+    dtype = default_dtype() if dtype is None else dtype
+    distribution = distribution or 'uniform'
+    if stype == 'row_sparse':
+        if distribution != 'uniform':
+            raise ValueError('distribution %s is not supported for row_sparse' % distribution)
+        if rsp_indices is not None:
+            indices = np.asarray(rsp_indices)
+            if len(indices) > shape[0]:
+                raise ValueError('%d row indices for %d rows' % (len(indices), shape[0]))
+        else:
+            indices = np.argwhere(rnd.rand(shape[0]) < density).flatten()
+        if indices.shape[0] == 0:
+            arr = mx.nd.sparse.zeros('row_sparse', shape, ctx=ctx, dtype=dtype)
+            return arr, (np.array([], dtype=dtype), np.array([]))
+        values = rnd.rand(indices.shape[0], *shape[1:]).astype(dtype)
+        if data_init is not None:
+            values.fill(data_init)
+        if modifier_func is not None:
+            values = assign_each(values, modifier_func)
+        arr = mx.nd.sparse.row_sparse_array((values, indices), shape=shape, dtype=dtype, ctx=ctx)
+        return arr, (values, indices)
+    if stype == 'csr':
+        if len(shape) != 2:
+            raise ValueError('csr arrays are 2-D, got shape %s' % (shape,))
+        if distribution == 'uniform':
+            csr = _get_uniform_dataset_csr(shape[0], shape[1], density, data_init=data_init,
+                                           shuffle_csr_indices=shuffle_csr_indices, dtype=dtype)
+        elif distribution == 'powerlaw':
+            csr = _get_powerlaw_dataset_csr(shape[0], shape[1], density=density, dtype=dtype)
+        else:
+            raise ValueError('distribution %s is not supported' % distribution)
+        csr = csr.as_in_context(ctx)
+        return csr, (csr.indptr, csr.indices, csr.data)
+    raise ValueError('unknown storage type %s' % stype)
+
+
+def create_sparse_array(shape, stype, data_init=None, rsp_indices=None, dtype=None,
+                        modifier_func=None, density=.5, shuffle_csr_indices=False):
+    """A random sparse array (see rand_sparse_ndarray); row_sparse indices are sorted first."""
+    if stype == 'row_sparse':
+        indices = None if rsp_indices is None else np.sort(np.asarray(rsp_indices))
+        arr, _ = rand_sparse_ndarray(shape, stype, density=density, data_init=data_init,
+                                     rsp_indices=indices, dtype=dtype,
+                                     modifier_func=modifier_func)
+    elif stype == 'csr':
+        arr, _ = rand_sparse_ndarray(shape, stype, density=density, data_init=data_init,
+                                     dtype=dtype, modifier_func=modifier_func,
+                                     shuffle_csr_indices=shuffle_csr_indices)
+    else:
+        raise AssertionError('Unknown storage type: ' + stype)
+    return arr
+
+
+def create_sparse_array_zd(shape, stype, density, data_init=None, rsp_indices=None,
+                           dtype=None, modifier_func=None, shuffle_csr_indices=False):
+    """create_sparse_array where a row_sparse array's rows are only those of rsp_indices."""
+    if stype == 'row_sparse':
+        density = 0.0
+        if rsp_indices is not None and len(rsp_indices) > shape[0]:
+            raise ValueError('%d row indices for %d rows' % (len(rsp_indices), shape[0]))
+    return create_sparse_array(shape, stype, data_init=data_init, rsp_indices=rsp_indices,
+                               dtype=dtype, modifier_func=modifier_func, density=density,
+                               shuffle_csr_indices=shuffle_csr_indices)
+
+
+# ---- gradients, optimizers, Gluon ---------------------------------------------------------------
+def _parse_location(sym, location, ctx, dtype=default_dtype()):
+    """location (a list in argument order, or a dict by name, of arrays) as a dict of NDArrays
+    on ctx; float NumPy inputs take `dtype`."""
+    return _as_arg_dict(sym, location, ctx, dtype)
+
+
+def _parse_aux_states(sym, aux_states, ctx, dtype=default_dtype()):
+    """aux_states (a list or dict of arrays, or None) as a dict of NDArrays on ctx, or None."""
+    if aux_states is not None and not isinstance(aux_states, dict) and \
+            len(aux_states) != len(sym.list_auxiliary_states()):
+        raise ValueError('Symbol aux_states names and given aux_states do not match: %s vs %d '
+                         'arrays' % (sym.list_auxiliary_states(), len(aux_states)))
+    return _aux_dict(sym, aux_states, ctx, dtype)
+
+
+def numeric_grad(executor, location, aux_states=None, eps=1e-4, use_forward_train=True,
+                 dtype=default_dtype()):
+    """Central finite differences of sum(executor.outputs[0]) with respect to each float
+    argument in `location` (name -> NumPy array); returns name -> gradient (NumPy, `dtype`).
+    Each argument is restored afterwards."""
+    if dtype not in (np.float16, np.float32, np.float64):
+        raise ValueError('numeric_grad needs a float dtype, got %s' % dtype)
+    for name in location:
+        location[name] = np.asarray(location[name], order='C')
+        executor.arg_dict[name][:] = location[name].astype(dtype)
+    grads = {k: np.zeros(v.shape, dtype=dtype) for k, v in location.items()}
+
+    def total(values, name):
+        executor.arg_dict[name][:] = values.astype(dtype)
+        for key, val in (aux_states or {}).items():
+            executor.aux_dict[key][:] = val
+        executor.forward(is_train=use_forward_train)
+        return executor.outputs[0].asnumpy()
+
+    for name, values in location.items():
+        if values.dtype.kind != 'f':
+            continue
+        flat = values.reshape(-1)
+        for i in range(flat.size):
+            old = flat[i]
+            flat[i] = old + eps / 2.0
+            up = total(values, name)
+            flat[i] = old - eps / 2.0
+            down = total(values, name)
+            flat[i] = old
+            grads[name].reshape(-1)[i] = (up - down).sum() / eps
+        executor.arg_dict[name][:] = values.astype(dtype)
+    return grads
+
+
+def compare_optimizer(opt1, opt2, shape, dtype, w_stype='default', g_stype='default',
+                      rtol=1e-4, atol=1e-5, compare_states=True, ntensors=1):
+    """Update the same random weight with the same random gradient by opt1 and opt2 (one step,
+    state created by each) and compare states and weights. With a list of shapes, opt2 updates
+    ntensors weights in one multi-tensor call and opt1 each weight on its own."""
+    ctx = default_context()
+
+    def uniform(s):
+        return mx.random.uniform(shape=s, ctx=ctx, dtype=dtype)
+    if not isinstance(shape, list):
+        if ntensors != 1:
+            raise ValueError('ntensors must be 1 for a single shape')
+        arrays = []
+        for stype, density in ((w_stype, 1), (g_stype, None)):
+            if stype == 'default':
+                second = uniform(shape)
+                first = second.copyto(ctx)
+            elif stype in ('row_sparse', 'csr'):
+                second = rand_ndarray(shape, stype, density=density, dtype=dtype)
+                first = second.copyto(ctx).tostype('default')
+            else:
+                raise ValueError('storage type %s is not supported' % stype)
+            arrays.append((first, second))
+        (w1, w2), (g1, g2) = arrays
+        state1 = opt1.create_state_multi_precision(0, w1)
+        state2 = opt2.create_state_multi_precision(0, w2)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2)
+        opt1.update_multi_precision(0, w1, g1, state1)
+        opt2.update_multi_precision(0, w2, g2, state2)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2, rtol=rtol, atol=atol)
+        assert_almost_equal(w1, w2, rtol=rtol, atol=atol)
+        return
+    w1, g1 = [], []
+    for s in shape:
+        w1.append(uniform(s))
+        g1.append(uniform(s))
+    w2 = tuple(w.copy() for w in w1)
+    g2 = tuple(g.copy() for g in g1)
+    state2 = [opt2.create_state_multi_precision(0, w2[i]) for i in range(ntensors)]
+    opt2.update_multi_precision(list(range(ntensors)), w2, g2, state2)
+    for i in range(ntensors):
+        state1 = opt1.create_state_multi_precision(i, w1[i])
+        opt1.update_multi_precision(i, w1[i], g1[i], state1)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2[i], rtol, atol)
+        compare_ndarray_tuple(w1[i], w2[i], rtol, atol)
+
+
+def check_gluon_hybridize_consistency(net_builder, data_l, numpy_func=None, test_grad=True,
+                                      rtol=1E-4, atol=1E-4):
+    """Build net_builder(prefix='net_') four times -- imperative and hybridized, each without
+    and (test_grad) with autograd -- all with the first build's initial parameters, and check
+    that outputs and input gradients (backward with the output as head gradient) agree, and
+    with numpy_func(*inputs) when given. The network must not draw random numbers."""
+    initial = {}
+
+    class _LikeFirst(mx.init.Initializer):
+        def _init_weight(self, name, arr):
+            arr[:] = initial[name]
+        _init_default = _init_weight
+    saved_out, saved_grads = None, None
+    for hybridize in (False, True):
+        for use_autograd in ((False, True) if test_grad else (False,)):
+            net = net_builder(prefix='net_')
+            if not initial:
+                net.initialize()
+            else:
+                net.initialize(_LikeFirst())
+            if hybridize:
+                net.hybridize()
+            inputs = [x.copy() for x in data_l]
+            if use_autograd:
+                for x in inputs:
+                    x.attach_grad()
+                with mx.autograd.record():
+                    out = net(*inputs)
+                out.backward(out)
+            else:
+                out = net(*inputs)
+            if not initial:
+                initial.update({k: v.data().asnumpy()
+                                for k, v in net.collect_params().items()})
+            if saved_out is None:
+                saved_out = out.asnumpy()
+            else:
+                assert_almost_equal(out.asnumpy(), saved_out, rtol=rtol, atol=atol)
+            if use_autograd:
+                grads = [x.grad.asnumpy() for x in inputs]
+                if saved_grads is None:
+                    saved_grads = grads
+                else:
+                    for got, want in zip(grads, saved_grads):
+                        assert_almost_equal(got, want, rtol=rtol, atol=atol)
+    if numpy_func is not None:
+        assert_almost_equal(saved_out, numpy_func(*[x.asnumpy() for x in data_l]),
+                            rtol=rtol, atol=atol)
+
+
+# ---- matrices for linear-algebra tests ----------------------------------------------------------
+def new_matrix_with_real_eigvals_2d(n):
+    """A well-conditioned n x n matrix Q^-1 D Q with real eigenvalues D uniform in [-10, 10)."""
+    while True:
+        scale = np.diag(np.random.uniform(-1.0, 1.0, n))
+        v = np.random.uniform(-1., 1., n).reshape(n, 1)
+        v = v / np.linalg.norm(v, axis=-2, keepdims=True)
+        q = np.matmul(np.eye(n) - 2 * np.matmul(v, v.T), scale)
+        if np.linalg.cond(q, 2) < 3:
+            break
+    eigvals = np.diag(np.random.uniform(-10.0, 10.0, n))
+    return np.matmul(np.matmul(np.linalg.inv(q), eigvals), q)
+
+
+def new_matrix_with_real_eigvals_nd(shape):
+    """A batch of new_matrix_with_real_eigvals_2d matrices of the given shape (..., n, n)."""
+    count = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    return np.array([new_matrix_with_real_eigvals_2d(shape[-1])
+                     for _ in range(count)]).reshape(shape)
+
+
+def new_orthonormal_matrix_2d(n):
+    """A random n x n orthonormal matrix (Q of the QR of X^T X, X standard normal)."""
+    x = np.random.randn(n, n)
+    return np.linalg.qr(np.matmul(x.T, x))[0]
+
+
+def new_sym_matrix_with_real_eigvals_2d(n):
+    """A random symmetric n x n matrix Q^T D Q, eigenvalues D uniform in [-10, 10)."""
+    q = new_orthonormal_matrix_2d(n)
+    eigvals = np.diag(np.random.uniform(-10.0, 10.0, n))
+    return np.matmul(np.matmul(q.T, eigvals), q)
+
+
+def new_sym_matrix_with_real_eigvals_nd(shape):
+    """A batch of new_sym_matrix_with_real_eigvals_2d matrices of the given shape (..., n, n)."""
+    count = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    return np.array([new_sym_matrix_with_real_eigvals_2d(shape[-1])
+                     for _ in range(count)]).reshape(shape)
+
+
+# ---- more data files ----------------------------------------------------------------------------
+def get_mnist_pkl():
+    """Make sure data/mnist.pkl.gz exists (see `download`)."""
+    os.makedirs('data', exist_ok=True)
+    if not os.path.exists(os.path.join('data', 'mnist.pkl.gz')):
+        download('http://deeplearning.net/data/mnist/mnist.pkl.gz', dirname='data')
+
+
+def get_cifar10():
+    """Make sure data/cifar holds CIFAR-10's train/test .rec and .lst files, extracting
+    data/cifar10.zip (see `download`) if needed."""
+    os.makedirs('data', exist_ok=True)
+    wanted = [os.path.join('data', 'cifar', f)
+              for f in ('train.rec', 'test.rec', 'train.lst', 'test.lst')]
+    if not all(os.path.exists(f) for f in wanted):
+        path = download('http://data.mxnet.io/mxnet/data/cifar10.zip', dirname='data')
+        with zipfile.ZipFile(path) as archive:
+            archive.extractall('data')
+
+
+def get_zip_data(data_dir, url, data_origin_name):
+    """Unless data_dir/data_origin_name exists, download `url` into data_dir and extract it
+    there."""
+    path = os.path.join(data_dir, data_origin_name)
+    if not os.path.exists(path):
+        download(url, dirname=data_dir, overwrite=False)
+        with zipfile.ZipFile(path) as archive:
+            archive.extractall(path=data_dir)
+
+
+def get_bz2_data(data_dir, data_name, url, data_origin_name):
+    """Unless data_dir/data_name exists, download the bz2 file `url` as
+    data_dir/data_origin_name, decompress it into data_dir/data_name and delete it."""
+    target = os.path.join(data_dir, data_name)
+    packed = os.path.join(data_dir, data_origin_name)
+    if os.path.exists(target):
+        return
+    download(url, fname=packed, dirname=data_dir, overwrite=False)
+    with bz2.BZ2File(packed, 'rb') as source, open(target, 'wb') as out:
+        for line in source:
+            out.write(line)
+    os.remove(packed)
+
+
+_MODEL_URL = 'http://data.mxnet.io/models/'
+_MODELS = {
+    'imagenet1k-inception-bn': 'imagenet/inception-bn/Inception-BN-{}',
+    'imagenet1k-resnet-18': 'imagenet/resnet/18-layers/resnet-18-{}',
+    'imagenet1k-resnet-34': 'imagenet/resnet/34-layers/resnet-34-{}',
+    'imagenet1k-resnet-50': 'imagenet/resnet/50-layers/resnet-50-{}',
+    'imagenet1k-resnet-101': 'imagenet/resnet/101-layers/resnet-101-{}',
+    'imagenet1k-resnet-152': 'imagenet/resnet/152-layers/resnet-152-{}',
+    'imagenet1k-resnext-50': 'imagenet/resnext/50-layers/resnext-50-{}',
+    'imagenet1k-resnext-101': 'imagenet/resnext/101-layers/resnext-101-{}',
+    'imagenet1k-resnext-101-64x4d': 'imagenet/resnext/101-layers/resnext-101-64x4d-{}',
+    'imagenet11k-resnet-152': 'imagenet-11k/resnet-152/resnet-152-{}',
+    'imagenet11k-place365ch-resnet-152': 'imagenet-11k-place365-ch/resnet-152-{}',
+    'imagenet11k-place365ch-resnet-50': 'imagenet-11k-place365-ch/resnet-50-{}',
+}
+
+
+def _model_urls(name):
+    stem = _MODEL_URL + _MODELS[name]
+    epoch = '0126' if name == 'imagenet1k-inception-bn' else '0000'
+    return {'symbol': stem.format('symbol.json'), 'params': stem.format(epoch + '.params')}
+
+
+def download_model(model_name, dst_dir='./', meta_info=None):
+    """Download a model's symbol and parameters (meta_info: name -> {'symbol': url,
+    'params': url}; default: MXNet's model zoo on data.mxnet.io) as
+    dst_dir/<name>-symbol.json and dst_dir/<name>-0000.params; returns (prefix, 0), or
+    (None, 0) for an unknown name."""
+    if meta_info is None:
+        meta_info = {name: _model_urls(name) for name in _MODELS}
+    if model_name not in meta_info:
+        return None, 0
+    meta = dict(meta_info[model_name])
+    for key in ('symbol', 'params'):
+        if key not in meta:
+            raise ValueError('meta_info[%r] has no %r url' % (model_name, key))
+    os.makedirs(dst_dir, exist_ok=True)
+    prefix = os.path.join(dst_dir, model_name)
+    download(meta['symbol'], prefix + '-symbol.json')
+    download(meta['params'], prefix + '-0000.params')
+    return prefix, 0
+
+
+def get_im2rec_path(home_env='MXNET_HOME'):
+    """The path of the im2rec.py tool: under $home_env (or this package's folder) in tools/, or
+    two levels up in tools/ (a source checkout)."""
+    root = os.environ.get(home_env) or os.path.dirname(os.path.abspath(mx.__file__))
+    for candidate in (os.path.join(root, 'tools', 'im2rec.py'),
+                      os.path.join(root, '..', '..', 'tools', 'im2rec.py')):
+        if os.path.isfile(candidate):
+            return candidate
+    raise IOError('Could not find path to tools/im2rec.py')

@@ -105,3 +105,85 @@ def use_np_shape(func):
         raise TypeError('use_np_shape can only decorate classes and callable objects, got %s'
                         % type(func))
     return np_shape(True)(func)
+
+
+# MXNet's NumPy-array switch (whether Gluon/ops produce mx.np arrays). mxtorch keeps the flag,
+# thread-local and scoped as in MXNet, so that code reading, setting or scoping it runs unchanged.
+class _NumpyArrayScope:
+    """The NumPy-array scope: use `np_array(active)` rather than this class."""
+    _current = threading.local()
+
+    def __init__(self, is_np_array):
+        self._old_scope = None
+        self._is_np_array = bool(is_np_array)
+
+    def __enter__(self):
+        if not hasattr(_NumpyArrayScope._current, 'value'):
+            _NumpyArrayScope._current.value = _NumpyArrayScope(False)
+        self._old_scope = _NumpyArrayScope._current.value
+        _NumpyArrayScope._current.value = self
+        return self
+
+    def __exit__(self, *exc):
+        _NumpyArrayScope._current.value = self._old_scope
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def scoped(*args, **kwargs):
+            with _NumpyArrayScope(self._is_np_array):
+                return func(*args, **kwargs)
+        return scoped
+
+
+def np_array(active=True):
+    """A scope (also usable as a decorator) with NumPy-array semantics on or off."""
+    return _NumpyArrayScope(active)
+
+
+def is_np_array():
+    """Whether MXNet's NumPy-array semantics are switched on in this thread."""
+    current = getattr(_NumpyArrayScope._current, 'value', None)
+    return current._is_np_array if current is not None else False
+
+
+def _set_np_array(active):
+    prev = is_np_array()
+    _NumpyArrayScope._current.value = _NumpyArrayScope(active)
+    return prev
+
+
+def _scope_class_or_function(func, scope, decorator_name):
+    if isinstance(func, type):
+        for name, attr in list(vars(func).items()):
+            if callable(attr) and not name.startswith('__'):
+                setattr(func, name, scope(attr))
+        return func
+    if not callable(func):
+        raise TypeError('%s can only decorate classes and callable objects, got %s'
+                        % (decorator_name, type(func)))
+    return scope(func)
+
+
+def use_np_array(func):
+    """Decorator: run `func` (or every method of a class) with NumPy-array semantics on."""
+    return _scope_class_or_function(func, np_array(True), 'use_np_array')
+
+
+def use_np(func):
+    """Decorator: run `func` (or every method of a class) with both NumPy-shape and NumPy-array
+    semantics on."""
+    return use_np_shape(use_np_array(func))
+
+
+def set_np(shape=True, array=True):
+    """Switch NumPy-shape and NumPy-array semantics globally (this thread). NumPy arrays need
+    NumPy shapes: array=True with shape=False is refused."""
+    if not shape and array:
+        raise ValueError('NumPy Shape semantics is required in using NumPy array semantics.')
+    _set_np_array(array)
+    set_np_shape(shape)
+
+
+def reset_np():
+    """Switch NumPy-shape and NumPy-array semantics off."""
+    set_np(shape=False, array=False)

@@ -159,8 +159,14 @@ def test_rand_ndarray_and_shapes():
     assert arr.shape == (40, 30) and arr.dtype == np.float64 and arr.context == mx.cpu(1)
     values = arr.asnumpy()
     assert values.min() < 0 < values.max() and abs(values.std() - 1) < 0.1   # standard normal
-    with pytest.raises(mx.MXNetError, match='dense'):
-        tu.rand_ndarray((2, 2), stype='csr')
+    np.random.seed(5)
+    csr = tu.rand_ndarray((5, 16), stype='csr', density=0.5)
+    assert csr.stype == 'csr' and np.count_nonzero(csr.asnumpy()) == 40
+    rsp, (values, rows) = tu.rand_sparse_ndarray((6, 2), 'row_sparse', density=0.5)
+    np.testing.assert_array_equal(rsp.asnumpy()[rows], values)
+    assert np.count_nonzero(rsp.asnumpy()) == values.size
+    power = tu.rand_sparse_ndarray((5, 16), 'csr', density=0.5, distribution='powerlaw')[0]
+    np.testing.assert_array_equal((power.asnumpy() != 0).sum(axis=1), [2, 4, 8, 16, 10])
     shapes = [tu.rand_shape_2d(3, 4) for _ in range(200)]
     assert {s[0] for s in shapes} == {1, 2, 3} and {s[1] for s in shapes} == {1, 2, 3, 4}
     assert min(min(tu.rand_shape_3d(2, 2, 2, allow_zero_size=True)) for _ in range(50)) == 0
@@ -251,8 +257,12 @@ def _idx(array):
 
 def test_download_and_mnist_work_offline_from_local_files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConnectionError, match='does not use the network'):
-        tu.download('http://example.com/data/file.bin')
+
+    def no_network(url, timeout=None):
+        raise OSError('network is unreachable')
+    monkeypatch.setattr(tu.urllib.request, 'urlopen', no_network)
+    with pytest.raises(ConnectionError, match='save it as .*file.bin'):
+        tu.download('http://example.com/data/file.bin', retries=2)
     (tmp_path / 'file.bin').write_bytes(b'x')
     assert tu.download('http://example.com/data/file.bin') == 'file.bin'
     with pytest.raises(ConnectionError):
@@ -278,3 +288,54 @@ def test_download_and_mnist_work_offline_from_local_files(tmp_path, monkeypatch)
     np.testing.assert_array_equal(batch.label[0].asnumpy()[:4], labels['t10k'])
     train, _ = tu.get_mnist_iterator(5, (1, 28, 28), num_parts=2, part_index=1)
     assert train.provide_data[0].shape == (5, 1, 28, 28)
+
+
+# ---- the rest of MXNet's helpers -----------------------------------------------------------------
+def test_array_helpers_match_mxnet():
+    np.testing.assert_array_equal(tu.collapse_sum_like(np.arange(24.).reshape(2, 3, 4), (3, 1)),
+                                  [[60.], [92.], [124.]])             # MXNet 1.9.1's values
+    np.testing.assert_array_equal(tu.assign_each(np.arange(4.), lambda x: x * 2 + 1), [1, 3, 5, 7])
+    np.testing.assert_array_equal(tu.assign_each2(np.arange(3.), np.ones(3), lambda x, y: x - y),
+                                  [-1, 0, 1])
+    np.testing.assert_array_equal(tu.create_2d_tensor(3, 2).asnumpy(), [[0, 0], [1, 1], [2, 2]])
+    assert tu.create_vector(4).dtype == np.int64
+    np.testing.assert_array_equal(tu.get_identity_mat_batch(2).asnumpy(), [np.eye(2)] * 2)
+    assert tu.default_numeric_eps()[np.dtype(np.float32)] == 1 / 512 and tu.get_etol() == 0
+    tu.assert_almost_equal_with_err(np.array([1., 2, 3, 4]), np.array([1., 2, 3, 5]), etol=0.3)
+    with pytest.raises(AssertionError, match='etol'):
+        tu.assert_almost_equal_with_err(np.array([1., 2, 3, 4]), np.array([1., 2, 3, 5]), etol=0.2)
+
+
+def test_real_eigenvalue_matrices():
+    np.random.seed(3)
+    m = tu.new_matrix_with_real_eigvals_nd((2, 3, 3))
+    assert m.shape == (2, 3, 3) and np.allclose(np.linalg.eigvals(m).imag, 0)
+    s = tu.new_sym_matrix_with_real_eigvals_nd((2, 4, 4))
+    np.testing.assert_allclose(s, s.transpose(0, 2, 1), atol=1e-12)
+    q = tu.new_orthonormal_matrix_2d(4)
+    np.testing.assert_allclose(q @ q.T, np.eye(4), atol=1e-12)
+
+
+def test_numeric_grad_and_compare_optimizer():
+    x = mx.sym.var('x')
+    exe = mx.sym.sum(x * x).simple_bind(mx.cpu(), x=(2, 2))
+    got = tu.numeric_grad(exe, {'x': np.array([[1., 2], [3, 4]], dtype=np.float32)}, eps=1e-2)
+    np.testing.assert_allclose(got['x'], [[2, 4], [6, 8]], rtol=1e-3)
+    tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9),
+                         mx.optimizer.SGD(learning_rate=0.1, momentum=0.9), (3, 4), np.float32)
+    with pytest.raises(AssertionError):
+        tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1),
+                             mx.optimizer.SGD(learning_rate=0.2), (3, 4), np.float32)
+
+
+def test_use_np_scopes_and_platform_queries():
+    @tu.use_np
+    def flags():
+        return mx.util.is_np_shape(), mx.util.is_np_array()
+    assert flags() == (True, True) and not mx.util.is_np_array()
+    with mx.np_array(True):
+        assert mx.is_np_array()
+    assert not mx.is_np_array()
+    assert tu.is_op_runnable() and not tu.has_tvm_ops()
+    assert tu.is_aarch64_run() in (True, False) and tu.is_cd_run() in (True, False)
+    assert tu.download_model('no-such-model') == (None, 0)
