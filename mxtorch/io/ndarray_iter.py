@@ -53,6 +53,10 @@ class NDArrayIter(DataIter):
             raise ValueError("layout must contain 'N' (the batch axis), got %r" % (layout,))
         data = _init_data(data, allow_empty=False, default_name=data_name)
         label = _init_data(label, allow_empty=True, default_name=label_name)
+        if last_batch_handle != 'discard' and any(a.stype == 'csr' for _, a in data + label):
+            raise NotImplementedError("NDArrayIter supports CSRNDArray (or scipy.sparse) data "
+                                      "only with last_batch_handle='discard', got %r"
+                                      % last_batch_handle)
         lengths = {name: arr.shape[self._axis] for name, arr in data + label}
         if len(set(lengths.values())) != 1:
             raise ValueError('all data and label arrays must hold the same number of samples '

@@ -66,12 +66,20 @@ def _take(arr, axis, start, stop):
     length = arr.shape[axis]
     tensor = arr._tensor
     if 0 <= start <= stop <= length:
-        return from_torch(tensor.narrow(axis, start, stop - start), arr.context)
+        return _like(arr, tensor.narrow(axis, start, stop - start))
     index = torch.arange(start, stop, device=tensor.device) % length
-    return from_torch(tensor.index_select(axis, index), arr.context)
+    return _like(arr, tensor.index_select(axis, index))
+
+
+def _like(arr, tensor):
+    """`tensor` as an array of arr's storage type (a csr batch stays csr)."""
+    if arr.stype == 'default':
+        return from_torch(tensor, arr.context)
+    from ..ndarray.sparse import from_dense_tensor
+    return from_dense_tensor(arr.stype, tensor, arr.context)
 
 
 def _reorder(arr, axis, order):
     """A copy of `arr` with its samples along `axis` in `order` (a NumPy index array)."""
     index = torch.from_numpy(np.ascontiguousarray(order, dtype=np.int64)).to(arr._tensor.device)
-    return from_torch(arr._tensor.index_select(axis, index), arr.context)
+    return _like(arr, arr._tensor.index_select(axis, index))
