@@ -577,3 +577,73 @@ def test_mnist_header_and_argument_errors(tmp_path):
     assert it.provide_data == [('data', (10, 42))] and it.getdata().shape == (10, 42)
     with pytest.raises(ValueError, match='part_index'):
         _mnist(num_parts=2, part_index=2)
+
+
+# ---- LibSVMIter (expected batches printed by MXNet 1.9.1) --------------------------------------
+LIBSVM_DATA = '1.0 0:0.5 2:1.2\n-2.0\n-3.0 0:0.6 1:2.4 2:1.2\n4 2:-1.2\n'
+LIBSVM_LABEL = '1.0\n-2.0 0:0.125\n-3.0 2:1.2\n4 1:1.0 2:-1.2\n'
+LIBSVM_ROWS = [[0.5, 0, 1.2], [0, 0, 0], [0.6, 2.4, 1.2], [0, 0, -1.2]]
+LIBSVM_LABEL_ROWS = [[0, 0, 0], [0.125, 0, 0], [0, 0, 1.2], [0, 1, -1.2]]
+
+
+def _libsvm(tmp_path, text=LIBSVM_DATA, **kwargs):
+    (tmp_path / 'data.t').write_text(text)
+    (tmp_path / 'label.t').write_text(LIBSVM_LABEL)
+    if kwargs.get('label_libsvm'):
+        kwargs['label_libsvm'] = str(tmp_path / 'label.t')
+    return io.LibSVMIter(data_libsvm=str(tmp_path / 'data.t'), **kwargs)
+
+
+def test_libsvm_batches_wrap_and_resume(tmp_path):
+    it = _libsvm(tmp_path, data_shape=(3,), batch_size=3)
+    assert it.provide_data == [('data', (3, 3))] and it.provide_label == [('softmax_label', (3,))]
+    for epoch in ([[0, 1, 2], [3, 0, 1]], [[2, 3, 0]]):
+        batches = list(it)
+        assert [b.index.tolist() for b in batches] == epoch
+        assert [b.pad for b in batches] == [0, 2] if len(epoch) == 2 else [1]
+        for batch, rows in zip(batches, epoch):
+            data = batch.data[0]
+            assert data.stype == 'csr' and data.dtype == np.float32
+            data.check_format(True)
+            np.testing.assert_allclose(data.asnumpy(), np.array(LIBSVM_ROWS)[rows], rtol=1e-6)
+            assert batch.label[0].stype == 'default'
+            assert batch.label[0].asnumpy().tolist() == [[1, -2, -3, 4][r] for r in rows]
+        it.reset()
+
+
+def test_libsvm_label_file_and_row_details(tmp_path):
+    it = _libsvm(tmp_path, label_libsvm=True, data_shape=(3,), label_shape=(3,), batch_size=3)
+    assert it.provide_label == [('softmax_label', (3, 3))]
+    batches = list(it)
+    for batch, rows in zip(batches, [[0, 1, 2], [3, 0, 1]]):
+        assert batch.label[0].stype == 'csr'
+        np.testing.assert_allclose(batch.label[0].asnumpy(), np.array(LIBSVM_LABEL_ROWS)[rows])
+    # columns beyond data_shape are left out, unsorted columns land where they belong
+    it = _libsvm(tmp_path, '1 0:0.5 5:9\n2 2:0.6 1:2.4\n', data_shape=(3,), batch_size=2)
+    batch = it.next()
+    batch.data[0].check_format(True)
+    np.testing.assert_allclose(batch.data[0].asnumpy(), [[0.5, 0, 0], [0, 2.4, 0.6]], rtol=1e-6)
+
+
+def test_libsvm_parts_split_by_bytes(tmp_path):
+    # 53 bytes: part 1 of 2 starts at the first line after byte 27, i.e. holds only line 3
+    parts = [[b.index.tolist() + b.label[0].asnumpy().tolist() for b in
+              _libsvm(tmp_path, data_shape=(3,), batch_size=1, num_parts=2, part_index=p)]
+             for p in range(2)]
+    assert parts == [[[0, 1.0], [1, -2.0], [2, -3.0]], [[0, 4.0]]]
+
+
+def test_libsvm_errors(tmp_path):
+    def fails(match, text=LIBSVM_DATA, **kwargs):
+        with pytest.raises(MXNetError, match=match):
+            _libsvm(tmp_path, text, **dict(dict(data_shape=(3,), batch_size=3), **kwargs))
+    fails('negative column index -1', '1.0 0:0.5\n-3.0 -1:0.6 1:2.4\n')
+    fails('line 2 of data_libsvm is not', '1.0 0:0.5\n-3.0 x:0.6\n')
+    fails("doesn't support round_batch == false", round_batch=False)
+    fails('data_shape must have one dimension', data_shape=(3, 2))
+    fails(r'label_shape must be \(1,\) without label_libsvm', label_shape=(2,))
+    fails('with label_libsvm, label_shape must be', label_libsvm=True)
+    fails('Invalid Parameter format for data_shape', data_shape=None)
+    fails('only float32', dtype='float64')
+    with pytest.raises(MXNetError, match='cannot read data_libsvm'):
+        io.LibSVMIter(data_libsvm=str(tmp_path / 'missing'), data_shape=(3,), batch_size=3)

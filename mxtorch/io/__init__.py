@@ -5,6 +5,7 @@ from .ndarray_iter import NDArrayIter
 from .native import MXDataIter
 from .csv_iter import CSVIter
 from .mnist_iter import MNISTIter
+from .libsvm_iter import LibSVMIter
 
 __all__ = ['DataDesc', 'DataBatch', 'DataIter', 'ResizeIter', 'PrefetchingIter', 'NDArrayIter',
-           'MXDataIter', 'CSVIter', 'MNISTIter']
+           'MXDataIter', 'CSVIter', 'MNISTIter', 'LibSVMIter']
