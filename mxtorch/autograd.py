@@ -143,6 +143,29 @@ def mark_variables(variables, gradients, grad_reqs='write'):
         _attach(var)
 
 
+def _prepare_write(target, value=None):
+    """Before writing `value` (a tensor, or None for a constant) into the tensor `target`:
+    while recording, an array already in the recorded graph cannot be written (MXNet's error);
+    returns whether the write itself is to be recorded (value carries gradient)."""
+    if not is_recording():
+        return False
+    if target.requires_grad:
+        raise MXNetError('Assigning to NDArrays that are already in a computational graph will '
+                         'cause undefined behavior when evaluating gradients. Please call '
+                         'backward first to clear the graph or do this out side of a record '
+                         'section. Also note that you cannot use inplace operations like +=, *=, '
+                         'relu(x, out=x), y[idx]=x, etc inside a record section.')
+    return value is not None and value.requires_grad
+
+
+def _refuse_inplace(result):
+    """An operator writing its recorded result into one of its own inputs (x += y, relu(x,
+    out=x)) cannot be differentiated: refused while recording, as in MXNet."""
+    if is_recording() and result.requires_grad:
+        raise MXNetError('Inplace operations (+=, -=, x[:]=, etc) are not supported when '
+                         'recording with autograd.')
+
+
 def _variables():
     """The live marked variables that take gradients."""
     out = []

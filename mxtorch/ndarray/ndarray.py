@@ -135,7 +135,8 @@ class NDArray:
             if other.shape != self.shape:
                 raise ValueError('copyto: shape mismatch, target has %s, source has %s'
                                  % (other.shape, self.shape))
-            with torch.no_grad():
+            from .. import autograd
+            with torch.set_grad_enabled(autograd._prepare_write(other._tensor, self._tensor)):
                 other._tensor.copy_(self._tensor)
             return other
         if isinstance(other, Context):
@@ -261,7 +262,9 @@ class NDArray:
             raise ValueError('Failed to assign to a readonly NDArray')
         index, basic = self._index(key)
         t = self._tensor
-        with torch.no_grad():
+        from .. import autograd
+        recorded = autograd._prepare_write(t, value._tensor if isinstance(value, NDArray) else None)
+        with torch.set_grad_enabled(recorded):
             if isinstance(value, NDArray):
                 src = value._tensor.to(t.device)
             elif isinstance(value, numeric_types) or isinstance(value, bool):
@@ -298,9 +301,12 @@ class NDArray:
     def _inplace(self, other, array_op, scalar_op):
         if not self.writable:
             raise ValueError('trying to modify a readonly NDArray')
+        from .. import autograd
+        autograd._prepare_write(self._tensor)
         result = self._binary(other, array_op, scalar_op)
         if result is NotImplemented:
             return result
+        autograd._refuse_inplace(result._tensor)
         with torch.no_grad():
             self._tensor.copy_(result._tensor)
         return self
@@ -439,8 +445,12 @@ def invoke_parsed(op, p, inputs, out=None, ctx=None, train=None):
         autograd._record_op(op, p, tensors, visible)
     if out is not None:
         outs = out if isinstance(out, (list, tuple)) else [out]
-        with torch.no_grad():
-            for o, r in zip(outs, visible):
+        from .. import autograd
+        for o, r in zip(outs, visible):
+            recorded = autograd._prepare_write(o._tensor, r)
+            if recorded and any(o._tensor is t for t in tensors):
+                autograd._refuse_inplace(r)
+            with torch.set_grad_enabled(recorded):
                 o._tensor.copy_(r)
         return out
     wrapped = [_wrap(r, ctx) for r in visible]
