@@ -189,6 +189,7 @@ class BaseModule:
 
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
+            self._begin_epoch(epoch, train_data)
             eval_metric.reset()
             nbatch = 0
             data_iter = iter(train_data)
@@ -234,6 +235,9 @@ class BaseModule:
                 for name, value in res:
                     self.logger.info('Epoch[%d] Validation-%s=%f', epoch, name, value)
             train_data.reset()
+
+    def _begin_epoch(self, epoch, train_data):
+        """fit's hook at the start of each epoch (before its first batch); nothing here."""
 
     # ---- parameters ----------------------------------------------------------------------------------
     def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True,

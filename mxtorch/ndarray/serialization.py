@@ -14,6 +14,7 @@ import torch
 
 from ..base import MXNetError, CODE_DTYPES, DTYPE_CODES, np_dtype, bfloat16
 from ..context import Context
+from ..util import is_np_shape
 
 LIST_MAGIC = 0x112
 V1_MAGIC, V2_MAGIC, V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
@@ -88,6 +89,12 @@ def _read_dense(reader, shape, dtype, what):
 def _read_record(reader, what):
     """One array record -> torch tensor on CPU (None for an empty 'none' record)."""
     magic = reader.u32(what + ' magic')
+    if magic in (V2_MAGIC, V3_MAGIC) and (magic == V3_MAGIC) != is_np_shape():
+        # as MXNet: a record is read back under the shape semantics it was written in
+        raise MXNetError('%s was %ssaved in np shape semantics, but is being loaded %s them; '
+                         'use `with mx.np_shape(%s):` around the load'
+                         % (what, '' if magic == V3_MAGIC else 'not ',
+                            'without' if magic == V3_MAGIC else 'in', magic == V3_MAGIC))
     if magic in (V2_MAGIC, V3_MAGIC):
         stype = reader.i32(what + ' storage type')
         if stype not in (0, 1, 2):
@@ -189,16 +196,18 @@ def load(fname):
 
 # ---------------------------------------------------------------------------------------------
 def encode_record(arr):
-    """One V2 record for a dense array (what `NDArray.__getstate__` and `save` write)."""
+    """One record for a dense array (what `NDArray.__getstate__` and `save` write): V2, or V3
+    while NumPy-shape semantics are on."""
     from .ndarray import NDArray
     if not isinstance(arr, NDArray):
         raise TypeError('only NDArray can be saved, got %s' % type(arr).__name__)
     t = arr._tensor.detach()
     dtype = np_dtype(t.dtype)
     shape = tuple(t.shape)
-    if len(shape) == 0:
+    np_shape = is_np_shape()        # V3 records (a 0-d shape is a scalar) under np semantics
+    if len(shape) == 0 and not np_shape:
         shape, t = (1,), t.reshape(1)
-    head = struct.pack('<Iii', V2_MAGIC, 0, len(shape)) + struct.pack('<%dq' % len(shape), *shape)
+    head = struct.pack('<Iii', V3_MAGIC if np_shape else V2_MAGIC, 0, len(shape)) + struct.pack('<%dq' % len(shape), *shape)
     ctx = arr.context
     dev_type = 2 if ctx.device_typeid == 2 else 1
     head += struct.pack('<iii', dev_type, ctx.device_id, DTYPE_CODES[dtype])
