@@ -17,6 +17,8 @@ from ..context import Context, current_context, context_of
 from ..ops.params import Params
 from ..ops.registry import get_op
 
+py_slice = slice      # MXNet's alias for the built-in, kept for `from mxnet.ndarray.ndarray import`
+
 
 def _ctx_of_tensor(tensor):
     return context_of(tensor.device)
@@ -200,9 +202,53 @@ class NDArray:
         reverse = kwargs.pop('reverse', False)
         if kwargs:
             raise TypeError('reshape() got unexpected arguments %s' % sorted(kwargs))
+        shape = tuple(int(d) for d in shape)
+        if all(d > 0 for d in shape) and int(np.prod(shape)) != self.size:
+            raise ValueError('Cannot reshape array of size %d into shape %s' % (self.size, shape))
         from ..ops.tensor import reshape_target
-        target = reshape_target(self.shape, tuple(shape), reverse)
+        target = reshape_target(self.shape, shape, reverse)
         return _wrap(self._tensor.reshape(target), self._ctx)
+
+    def flatten(self, inplace=False):
+        """(d0, d1*...*dk); with inplace, a view sharing this array's memory."""
+        return self.reshape((0, -1)) if inplace else invoke('Flatten', [self])
+
+    def expand_dims(self, axis, inplace=False):
+        """A new axis of size 1 at `axis`; with inplace, a view sharing this array's memory."""
+        if not inplace:
+            return invoke('expand_dims', [self], axis=axis)
+        if not -self.ndim - 1 <= axis <= self.ndim:
+            raise ValueError('axis %d is out of range for %dd array' % (axis, self.ndim))
+        shape = list(self.shape)
+        shape.insert(axis % (self.ndim + 1), 1)
+        return self.reshape(shape)
+
+    def squeeze(self, axis=None, inplace=False):
+        """Drop axes of size 1 (all, or those in `axis`); with inplace, a view."""
+        if not inplace:
+            return invoke('squeeze', [self], axis=axis)
+        axes = [axis] if isinstance(axis, integer_types) else list(axis or ())
+        if len(set(axes)) != len(axes):
+            raise ValueError('axis %s contains duplicate which is not allowed.' % (axes,))
+        for a in axes:
+            if not -self.ndim <= a < self.ndim:
+                raise ValueError('axis %d is out of range for %dd array' % (a, self.ndim))
+            if self.shape[a] != 1:
+                raise ValueError('Squeeze target axis %d must be size 1, got %d'
+                                 % (a, self.shape[a]))
+        drop = {a % self.ndim for a in axes} if axes else \
+            {i for i, d in enumerate(self.shape) if d == 1}
+        shape = [d for i, d in enumerate(self.shape) if i not in drop] or [1]
+        return _wrap(self._tensor.reshape(shape), self._ctx)
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether the basic index `slc_key` (a tuple of slices and ints) picks one contiguous
+        block of a C-ordered array of `shape`."""
+        shape = tuple(shape)
+        strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+        layout = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape, strides)
+        return bool(layout[tuple(slc_key)].flags.contiguous)     # strides only, never read
 
     def broadcast_to(self, shape):
         """Broadcast to `shape`; missing leading axes are added first, as in NumPy."""
@@ -278,11 +324,16 @@ class NDArray:
                     raise MXNetError('NDArray.__setitem__: a value of shape %s cannot be '
                                      'assigned to the indexed region of shape %s'
                                      % (tuple(src.shape), target_shape))
+            if isinstance(src, torch.Tensor):
+                region = target_shape if basic else tuple(t[index].shape)
+                if src.numel() == int(np.prod(region)) and src.dim() != len(region):
+                    src = src.reshape(region)
+                while src.dim() > len(region) and src.shape[0] == 1:
+                    src = src[0]           # leading axes of size 1 broadcast away, as NumPy
             if basic:
                 target = t[index]
                 if isinstance(src, torch.Tensor):
-                    target.copy_(src.reshape(target.shape) if src.numel() == target.numel()
-                                 and src.dim() != target.dim() else src)
+                    target.copy_(src)
                 else:
                     target.fill_(src)
             else:
@@ -536,14 +587,18 @@ def array(source_array, ctx=None, dtype=None):
             a = np.array(source_array).astype(dt)         # wraps them, as NumPy 1 did
     except (TypeError, ValueError) as err:
         raise TypeError('source_array must be array like object: %s' % err) from None
-    if a.ndim == 0:
-        a = a.reshape(1)
-    return _wrap(torch.from_numpy(a).to(ctx.torch_device), ctx)
+    return _wrap(torch.from_numpy(a).to(ctx.torch_device), ctx)     # a scalar stays 0-d
 
 
 def from_numpy(ndarray, zero_copy=True):
-    """Wrap a NumPy array (sharing memory when zero_copy and it is C-contiguous)."""
-    t = torch.from_numpy(ndarray if zero_copy else ndarray.copy())
+    """An NDArray over a NumPy array's memory (zero_copy: the array must be C-contiguous, and
+    is made read-only on NumPy's side, writes going through the NDArray), else over a copy."""
+    if not zero_copy:
+        return array(ndarray, dtype=ndarray.dtype)
+    if not ndarray.flags['C_CONTIGUOUS']:
+        raise ValueError('Only c-contiguous arrays are supported for zero-copy')
+    t = torch.from_numpy(ndarray)
+    ndarray.flags['WRITEABLE'] = False
     return _wrap(t, Context('cpu', 0))
 
 
@@ -580,18 +635,23 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
         from .sparse import zeros as sparse_zeros
         return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     ctx = ctx or current_context()
-    return _wrap(torch.zeros(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),
-                             device=ctx.torch_device), ctx)
+    return _created(torch.zeros(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),
+                                device=ctx.torch_device), ctx, kwargs.get('out'))
 
 
-    if source_array.__class__.__module__.startswith('scipy.sparse') or \
-            getattr(source_array, 'stype', 'default') != 'default':
-        from .sparse import array as sparse_array
-        return sparse_array(source_array, ctx=ctx, dtype=dtype)
 def ones(shape, ctx=None, dtype=None, **kwargs):
     ctx = ctx or current_context()
-    return _wrap(torch.ones(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),
-                            device=ctx.torch_device), ctx)
+    return _created(torch.ones(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),
+                               device=ctx.torch_device), ctx, kwargs.get('out'))
+
+
+def _created(tensor, ctx, out=None):
+    """A new array over `tensor`, or `out` (an NDArray given as out=) with tensor copied in."""
+    if out is None:
+        return _wrap(tensor, ctx)
+    with torch.no_grad():
+        out._tensor.copy_(tensor)
+    return out
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):
@@ -624,7 +684,27 @@ def concatenate(arrays, axis=0, always_copy=True):
 
 
 def moveaxis(tensor, source, destination):
-    return _wrap(torch.movedim(tensor._tensor, source, destination).contiguous(), tensor._ctx)
+    """Move axes `source` (an int or a sequence) to positions `destination`; the other axes
+    keep their order."""
+    def axes(value, what):
+        value = [value] if isinstance(value, integer_types) else list(value)
+        out = []
+        for a in value:
+            if not -tensor.ndim <= a < tensor.ndim:
+                raise ValueError('moveaxis: %s axis %d is out of bounds for an array of %d '
+                                 'dimensions' % (what, a, tensor.ndim))
+            out.append(a % tensor.ndim)
+        if len(set(out)) != len(out):
+            raise ValueError('moveaxis: repeated axis in %s %s' % (what, value))
+        return out
+    src, dst = axes(source, 'source'), axes(destination, 'destination')
+    if len(src) != len(dst):
+        raise ValueError('moveaxis: source and destination must have the same number of '
+                         'elements, got %d and %d' % (len(src), len(dst)))
+    order = [a for a in range(tensor.ndim) if a not in src]
+    for d, a in sorted(zip(dst, src)):
+        order.insert(d, a)
+    return invoke('transpose', [tensor], axes=tuple(order))
 
 
 def waitall():
