@@ -5,6 +5,7 @@ from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, concaten
                       waitall, from_numpy, from_torch, onehot_encode, invoke,
                       to_dlpack_for_read, to_dlpack_for_write, from_dlpack)
 from .serialization import save, load, load_frombuffer
+from .cached_op import CachedOp
 from .register import generated_functions as _generated_functions, METHOD_OPS, make_method
 from .register import make_function as _make_function
 

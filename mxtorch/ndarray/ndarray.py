@@ -462,6 +462,14 @@ def invoke(op, inputs, out=None, ctx=None, train=None, **params):
 
 
 def invoke_parsed(op, p, inputs, out=None, ctx=None, train=None):
+    if op.infer_storage is not None or any(x.stype != 'default' for x in inputs):
+        from .sparse import invoke_with_storage      # storage types decide the kernel
+        return invoke_with_storage(op, p, inputs, out=out, ctx=ctx, train=train)
+    return invoke_dense(op, p, inputs, out=out, ctx=ctx, train=train)
+
+
+def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
+    """Run op's (dense) forward on the inputs' tensors."""
     tensors = [x._tensor for x in inputs]
     if ctx is None:
         ctx = inputs[0]._ctx if inputs else current_context()
@@ -524,14 +532,6 @@ def _explain_failure(op, p, tensors):
         infer_graph_shapes(order, {id(v): tuple(t.shape) for v, t in zip(variables, tensors)})
         infer_graph_types(order, {id(v): np_dtype(t.dtype) for v, t in zip(variables, tensors)})
     except MXNetError:
-    if op.infer_storage is not None or any(x.stype != 'default' for x in inputs):
-        from .sparse import invoke_with_storage      # storage types decide the kernel
-        return invoke_with_storage(op, p, inputs, out=out, ctx=ctx, train=train)
-    return invoke_dense(op, p, inputs, out=out, ctx=ctx, train=train)
-
-
-def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
-    """Run op's (dense) forward on the inputs' tensors."""
         raise
     except Exception:        # noqa: BLE001  (no better explanation: the caller reports err)
         return
@@ -571,6 +571,10 @@ def array(source_array, ctx=None, dtype=None):
     NumPy arrays, lists and scalars become float32 unless `dtype` is given; an NDArray or a
     torch.Tensor keeps its dtype.
     """
+    if source_array.__class__.__module__.startswith('scipy.sparse') or \
+            getattr(source_array, 'stype', 'default') != 'default':
+        from .sparse import array as sparse_array
+        return sparse_array(source_array, ctx=ctx, dtype=dtype)
     ctx = ctx or current_context()
     if isinstance(source_array, NDArray):
         t = source_array._tensor.detach()

@@ -441,6 +441,53 @@ register(OpDef('slice', _slice,
                infer_shape=_data_rule('slice', _slice_shape), aliases=('crop',)))
 
 
+def _slice_region(p, shape):
+    """(index, flipped axes): positive-step slices covering slice()'s region of `shape`; the
+    values written there must be flipped on the axes whose step is negative."""
+    index, flipped = [], []
+    for axis, r in enumerate(_slice_ranges(p, shape)):
+        if r.step < 0:
+            flipped.append(axis)
+            r = r[::-1]
+        index.append(slice(r.start, r.start + len(r) * r.step, r.step) if len(r) else
+                     slice(0, 0))
+    return tuple(index), flipped
+
+
+def _slice_assign(p, lhs, rhs):
+    """lhs with its slice(begin, end, step) region replaced by rhs (a new array)."""
+    index, flipped = _slice_region(p, lhs.shape)
+    region = _slice_shape(p, tuple(lhs.shape))
+    require(tuple(rhs.shape) == region, '_slice_assign: rhs of shape %s does not match the '
+            'region of shape %s that begin=%s, end=%s select', fmt(rhs.shape), fmt(region),
+            p.begin, p.end)
+    out = lhs.clone()
+    out[index] = rhs.flip(flipped) if flipped else rhs
+    return out
+
+
+def _slice_assign_scalar(p, data):
+    """data with its slice(begin, end, step) region set to `scalar` (a new array)."""
+    index, _ = _slice_region(p, data.shape)
+    out = data.clone()
+    out[index] = p.scalar
+    return out
+
+
+def _slice_assign_shape(p, ins, outs):
+    shape = merge(ins[0], outs[0])
+    return [shape] + list(ins[1:]), [shape]
+
+
+_SLICE_PARAMS = {'begin': Shape(allow_none=True), 'end': Shape(allow_none=True),
+                 'step': Shape((), allow_none=True)}
+register(OpDef('_slice_assign', _slice_assign, params=_SLICE_PARAMS, inputs=('lhs', 'rhs'),
+               infer_shape=_slice_assign_shape, aliases=('_crop_assign',)))
+register(OpDef('_slice_assign_scalar', _slice_assign_scalar,
+               params=dict(_SLICE_PARAMS, scalar=Float(0.0)),
+               infer_shape=_slice_assign_shape, aliases=('_crop_assign_scalar',)))
+
+
 def _slice_axis_range(p, shape):
     """(axis, begin, end) with negatives resolved; end None is the axis size."""
     axis = _axis('slice_axis', 'axis', p.axis, len(shape))
@@ -632,6 +679,7 @@ def _broadcast_like_shape(p, lhs, rhs):
         return _broadcast_check('broadcast_like', lhs, rhs)
     require(len(p.lhs_axes) == len(p.rhs_axes), 'broadcast_like: lhs_axes=%s and rhs_axes=%s '
             'must have one length', p.lhs_axes, p.rhs_axes)
+    require(len(p.lhs_axes) > 0, 'broadcast_like: lhs_axes and rhs_axes must not be empty')
     target = list(lhs)
     for la, ra in zip(p.lhs_axes, p.rhs_axes):
         target[_axis('broadcast_like', 'lhs_axes', la, len(lhs))] = \
