@@ -4,6 +4,15 @@ import threading
 import torch
 
 
+class _DefaultCtx:
+    """`Context.default_ctx`, MXNet's deprecated name for the current context."""
+    def __get__(self, obj, cls):
+        import warnings
+        warnings.warn('Context.default_ctx has been deprecated. Please use '
+                      'Context.current_context() instead.', DeprecationWarning)
+        return current_context()
+
+
 class Context:
     """A device: `Context('cpu', 0)`, `Context('gpu', 1)`. Usable as a `with` scope.
 
@@ -13,6 +22,7 @@ class Context:
     devtype2str = {1: 'cpu', 2: 'gpu', 3: 'cpu_pinned', 5: 'cpu_shared'}
     devstr2type = {v: k for k, v in devtype2str.items()}
     _scope = threading.local()
+    default_ctx = _DefaultCtx()
 
     def __init__(self, device_type, device_id=0):
         if isinstance(device_type, Context):

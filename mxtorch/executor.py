@@ -785,7 +785,8 @@ def bind(symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None, g
 
 
 def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
-                shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
+                shared_arg_names=None, shared_exec=None, shared_buffer=None, stype_dict=None,
+                **kwargs):
     """Infer every shape and dtype from the given input shapes, allocate zero-filled arrays and
     bind. Parameters named in shared_arg_names (and their gradients) come from shared_exec, or
     else from shared_buffer, where new ones are registered so later executors find them; other
@@ -876,3 +877,5 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         out_arrays.append(allocate(dtype_of(node, k), tuple(shape), None, name))
     return Executor(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, shapes, out_types,
                     group2ctx, out_arrays, owns_grads=True)
+    from .ndarray.sparse import apply_storage_types        # sparse args and gradients
+    apply_storage_types(order, arg_nodes, arg_arrays, grad_arrays, stype_dict)

@@ -2,8 +2,9 @@
 
 Layout (little-endian): u64 0x112, u64 0, u64 N, N array records, u64 K (0 or N), K names
 (u64 length + UTF-8 bytes). Record versions read: V2 (0xF993FAC9, what MXNet 1.x writes), V3
-(0xF993FACA, numpy-shape semantics), V1 (0xF993FAC8) and the pre-V1 form; sparse records are
-densified. Every size taken from the file is checked against the bytes present before use.
+(0xF993FACA, numpy-shape semantics), V1 (0xF993FAC8) and the pre-V1 form. Sparse arrays are
+read and written as MXNet's sparse records (CSRNDArray, RowSparseNDArray). Every size taken
+from the file is checked against the bytes present before use.
 """
 import os
 import struct
@@ -131,6 +132,14 @@ def _read_record(reader, what):
         aux_desc.append((aux_dtype, reader.shape(what + ' aux shape')[1]))
     values = _read_dense(reader, storage_shape, dtype, what)
     aux = [_read_dense(reader, s, d, what + ' aux') for d, s in aux_desc]
+    _check_sparse(stype, shape, values, aux, what)
+    from .sparse import _new
+    return _new('row_sparse' if stype == 1 else 'csr', shape, Context('cpu', 0),
+                parts=(values,) + tuple(aux))
+
+
+def _check_sparse(stype, shape, values, aux, what):
+    """Raise if a sparse record's parts do not describe an array of `shape`."""
     dense = torch.zeros(shape, dtype=values.dtype)
     if stype == 1:
         rows = aux[0].long()
@@ -148,11 +157,12 @@ def _read_record(reader, what):
             if not 0 <= lo <= hi <= len(cols):
                 raise _invalid('%s has a bad csr indptr' % what)
             dense[r, cols[lo:hi]] = values[lo:hi]
-    return dense
 
 
 def _wrap_cpu(tensor):
-    from .ndarray import _wrap
+    from .ndarray import NDArray, _wrap
+    if isinstance(tensor, NDArray):        # a sparse record, already an array
+        return tensor
     return _wrap(tensor, Context('cpu', 0))
 
 
@@ -201,6 +211,8 @@ def encode_record(arr):
     from .ndarray import NDArray
     if not isinstance(arr, NDArray):
         raise TypeError('only NDArray can be saved, got %s' % type(arr).__name__)
+    if arr.stype != 'default':
+        return _encode_sparse(arr)
     t = arr._tensor.detach()
     dtype = np_dtype(t.dtype)
     shape = tuple(t.shape)
@@ -211,12 +223,34 @@ def encode_record(arr):
     ctx = arr.context
     dev_type = 2 if ctx.device_typeid == 2 else 1
     head += struct.pack('<iii', dev_type, ctx.device_id, DTYPE_CODES[dtype])
-    t = t.cpu().contiguous()
+    return head + _tensor_bytes(t)
+
+
+def _tensor_bytes(t):
+    t = t.detach().cpu().contiguous()
     if t.dtype == torch.bfloat16:
-        data = t.view(torch.int16).numpy().tobytes()
-    else:
-        data = t.numpy().astype(dtype.newbyteorder('<'), copy=False).tobytes()
-    return head + data
+        return t.view(torch.int16).numpy().tobytes()
+    dtype = np_dtype(t.dtype)
+    return t.numpy().astype(dtype.newbyteorder('<'), copy=False).tobytes()
+
+
+def _shape_bytes(shape):
+    return struct.pack('<i', len(shape)) + struct.pack('<%dq' % len(shape), *shape)
+
+
+def _encode_sparse(arr):
+    """A V2 sparse record: storage type, storage shape, shape, device, dtype, then per aux
+    array its dtype and shape, then the values and the aux arrays (csr: indptr, indices)."""
+    parts = arr._get_parts()
+    stype = 1 if arr.stype == 'row_sparse' else 2
+    ctx = arr.context
+    head = struct.pack('<Ii', V2_MAGIC, stype) + _shape_bytes(tuple(parts[0].shape))
+    head += _shape_bytes(arr.shape)
+    head += struct.pack('<iii', 2 if ctx.device_typeid == 2 else 1, ctx.device_id,
+                        DTYPE_CODES[np_dtype(parts[0].dtype)])
+    for aux in parts[1:]:
+        head += struct.pack('<i', DTYPE_CODES[np_dtype(aux.dtype)]) + _shape_bytes(tuple(aux.shape))
+    return head + b''.join(_tensor_bytes(p) for p in parts)
 
 
 def decode_record(buf):

@@ -38,6 +38,15 @@ class BaseSparseNDArray(NDArray):
     __slots__ = ('_shape', '_dtype', '_parts', '_dense', '_dense_version', '_dense_stale')
     _stype = None
 
+    def __init__(self, handle=None, writable=True):
+        # MXNet's pickles rebuild with cls(None) and then __setstate__
+        if handle is not None:
+            raise TypeError('%s is created by mx.nd.sparse functions, not from a handle'
+                            % type(self).__name__)
+        self._init((0,) * (2 if self._stype == 'csr' else 1), 'float32', current_context(),
+                   parts=_empty_parts(self._stype, (0, 0), 'float32', torch.device('cpu')))
+        self.writable = writable
+
     # ---- the two representations ----------------------------------------------------------
     def _init(self, shape, dtype, ctx, parts=None, dense=None):
         self._shape = tuple(int(s) for s in shape)
@@ -215,11 +224,17 @@ class BaseSparseNDArray(NDArray):
         from .ndarray import invoke
         return invoke('negative', [self])
 
-    def _no_inplace(self, other):
-        raise NotImplementedError('in-place arithmetic is not supported for %s'
-                                  % type(self).__name__)
+    def __iadd__(self, other): return self._inplace_result(self + other)
+    def __isub__(self, other): return self._inplace_result(self - other)
+    def __imul__(self, other): return self._inplace_result(self * other)
+    def __itruediv__(self, other): return self._inplace_result(self / other)
+    __idiv__ = __itruediv__
 
-    __iadd__ = __isub__ = __imul__ = __idiv__ = __itruediv__ = _no_inplace
+    def _inplace_result(self, result):
+        if not self.writable:
+            raise ValueError('trying to modify a readonly %s' % type(self).__name__)
+        assign(self, result)
+        return self
 
     def _setitem_all(self, key, value):
         if not self.writable:
@@ -243,7 +258,7 @@ class BaseSparseNDArray(NDArray):
             raise TypeError('type %s not supported' % type(value).__name__)
 
     def __reduce__(self):
-        return (_rebuild, (self._stype,), self.__getstate__())
+        return (type(self), (None,), self.__getstate__())
 
     def __getstate__(self):
         from .serialization import encode_record
@@ -253,10 +268,6 @@ class BaseSparseNDArray(NDArray):
         from .serialization import decode_record
         arr = decode_record(bytes(state['handle']))
         self._init(arr._shape, arr._dtype, arr._ctx, parts=arr._get_parts())
-
-
-def _rebuild(stype):
-    return _CLASSES[stype].__new__(_CLASSES[stype])
 
 
 class CSRNDArray(BaseSparseNDArray):
@@ -374,8 +385,8 @@ def cast_storage(arr, stype):
     if stype == 'default':
         return _wrap(arr._tensor.detach().clone(), arr._ctx)
     if stype == 'csr' and len(arr.shape) != 2:
-        raise MXNetError('cast_storage: csr storage needs a 2-D array, got shape %s'
-                         % (arr.shape,))
+        raise ValueError('To convert to a CSR, the NDArray should be 2 Dimensional. Current '
+                         'shape is %s' % (arr.shape,))
     if stype == getattr(arr, '_stype', None):
         return _new(stype, arr.shape, arr._ctx, parts=tuple(p.clone() for p in arr._get_parts()))
     return from_dense_tensor(stype, arr._tensor, arr._ctx)
@@ -570,7 +581,7 @@ def zeros(stype, shape, ctx=None, dtype=None, **kwargs):
     if stype == 'default':
         return dense_zeros(shape, ctx=ctx, dtype=dtype)
     if stype not in _CLASSES:
-        raise MXNetError("zeros: unknown stype '%s'" % stype)
+        raise ValueError("zeros: unknown stype '%s' (default, row_sparse or csr)" % stype)
     if stype == 'csr' and len(shape) != 2:
         raise MXNetError('zeros: csr storage needs a 2-D shape, got %s' % (tuple(shape),))
     return _new(stype, shape, ctx, parts=_empty_parts(stype, shape, dtype, ctx.torch_device))
@@ -659,14 +670,6 @@ def invoke_with_storage(op, p, inputs, out=None, ctx=None, train=None):
     return results[0] if len(results) == 1 else results
 
 
-def sparse_retain(data, indices):
-    from .ndarray import invoke
-    return invoke('_sparse_retain', [data, indices])
-
-
-retain = sparse_retain
-
-
 def _install_functions(functions):
     """mx.nd.sparse.<op>: every public operator function (the hand-written ones above win)."""
     from .register import make_function
@@ -675,6 +678,7 @@ def _install_functions(functions):
         if not name.startswith('_'):
             globals().setdefault(name, fn)
     globals()['square_sum'] = make_function(get_op('_square_sum'), 'square_sum')
+    globals()['retain'] = make_function(get_op('_sparse_retain'), 'retain')
 
 
 def set_rows(target, dense, rows):
@@ -683,3 +687,37 @@ def set_rows(target, dense, rows):
     target._set_parts((dense.detach()[rows].to(target._ctx.torch_device, target._dtype),
                        rows.to(target._ctx.torch_device)))
     return target
+
+
+# ---------------------------------------------------------------------------------------------
+# Executors: sparse arguments and gradients
+# ---------------------------------------------------------------------------------------------
+def variable_stype(node, stype_dict=None):
+    """A variable's storage type: from stype_dict, else its `stype=` attribute."""
+    if stype_dict and node.name in stype_dict:
+        return stype_dict[node.name]
+    code = node.attrs.get('__storage_type__')
+    return CODE_STYPES.get(int(code), 'default') if code not in (None, '') else 'default'
+
+
+def apply_storage_types(order, arg_nodes, arg_arrays, grad_arrays, stype_dict=None):
+    """Replace (in the lists) the zero arrays of sparse arguments by sparse zero arrays, and
+    the gradient arrays whose consumers give sparse gradients (ops' `grad_storage`) likewise."""
+    stypes = {id(n): variable_stype(n, stype_dict) for n in arg_nodes}
+    grad_stypes = {}
+    for node in order:
+        rule = getattr(node.op, 'grad_storage', None) if node.op is not None else None
+        if rule is None:
+            continue
+        in_stypes = [stypes.get(id(src), 'default') for src, _ in node.inputs]
+        for (src, _), st in zip(node.inputs, rule(node.params, in_stypes)):
+            if id(src) in stypes and st not in (None, 'default'):
+                grad_stypes.setdefault(id(src), st)
+    for i, node in enumerate(arg_nodes):
+        arr = arg_arrays[i]
+        if stypes[id(node)] != 'default':
+            arg_arrays[i] = zeros(stypes[id(node)], arr.shape, ctx=arr.context, dtype=arr.dtype)
+        st = grad_stypes.get(id(node))
+        if st is not None and grad_arrays[i] is not None:
+            g = grad_arrays[i]
+            grad_arrays[i] = zeros(st, g.shape, ctx=g.context, dtype=g.dtype)

@@ -28,6 +28,9 @@ JSON and NDArray code are generic over it and never name a specific operator:
 * `update_aux(p, aux, outputs)` updates the aux tensors in place after a training pass from the
   pass's outputs (BatchNorm's moving averages); the executor calls it when it commits.
 * `init_hints`: {input name: initializer JSON} put on variables bound to those inputs.
+* `differentiable=False`: MXNet registers no gradient for the op; binding a graph that needs a
+  gradient through it fails (an op with a zero gradient is differentiable).
+* `random=True`: the op draws random numbers; graph passes never merge two such calls.
 """
 import functools
 
@@ -66,6 +69,7 @@ class OpDef:
     # MXNet's dense fallback; sparse_forward(p, inputs, out_stypes) -> outputs, or None
     infer_storage = None
     sparse_forward = None
+    grad_storage = None       # (p, in_stypes) -> storage type of each input's gradient
     # MXNet's backward graph has a node for this op (reported by Monitor as
     # `<name>_backward_output[i]`); False where MXNet hands the head gradient straight to the
     # inputs (its CloneGradient) and reports nothing
@@ -74,7 +78,8 @@ class OpDef:
     def __init__(self, name, forward, params=None, inputs=('data',), aux=(), outputs=('output',),
                  visible_outputs=None, variadic=None, mode_dependent=False, creation=False,
                  infer_shape=None, infer_type=None, head_grad='required', update_aux=None,
-                 init_hints=None, aliases=(), doc='', loss_gradient=None):
+                 init_hints=None, aliases=(), doc='', loss_gradient=None, differentiable=True,
+                 random=False):
         self.name = name
         self.plain_forward = forward
         self.loss_gradient = loss_gradient
@@ -94,6 +99,8 @@ class OpDef:
             raise MXNetError('operator %s: head_grad="ignored" needs a loss_gradient' % name)
         self._head_grad = _as_fn((head_grad,)) if isinstance(head_grad, str) else head_grad
         self.update_aux = update_aux
+        self.differentiable = differentiable
+        self.random = random
         self.init_hints = dict(init_hints or {})
         self.aliases = tuple(aliases)
         self.doc = doc or (forward.__doc__ or '')

@@ -10,7 +10,7 @@ The rules mirror what MXNet 1.9.1 reports for each combination on CPU.
 import torch
 
 from ..base import MXNetError
-from .params import Bool, Int, Shape
+from .params import Bool, Float, Int, Shape
 from .registry import OpDef, find_op, get_op, register
 from .shapes import merge
 
@@ -151,7 +151,9 @@ _set(['abs', 'sign', 'round', 'rint', 'ceil', 'floor', 'trunc', 'fix', 'square',
       'cbrt', 'expm1', 'log1p', 'sin', 'tan', 'arcsin', 'arctan', 'sinh', 'tanh', 'arcsinh',
       'arctanh', 'degrees', 'radians', 'relu', 'negative', 'zeros_like', 'BlockGrad',
       'make_loss', 'clip', '_copy', '_mul_scalar', '_div_scalar'], _keep_first)
-for _name in ('_plus_scalar', '_minus_scalar', '_greater_scalar', '_not_equal_scalar'):
+for _name in ('_plus_scalar', '_minus_scalar', '_equal_scalar', '_not_equal_scalar',
+              '_greater_scalar', '_greater_equal_scalar', '_lesser_scalar',
+              '_lesser_equal_scalar'):
     _set([_name], _keep_if_zero_stays_zero(_name))
 for _name in ('elemwise_add', 'elemwise_sub', '_grad_add', '_maximum', '_minimum', '_hypot'):
     _set([_name], _same_sparse)
@@ -163,3 +165,63 @@ _set(['broadcast_mul', 'broadcast_div'], _broadcast_mul)
 _set(['dot'], _dot)
 _set(['slice'], _slice)
 _set(['Concat'], _concat)
+
+
+# ---------------------------------------------------------------------------------------------
+# contrib ops with sparse behaviour: quadratic, getnnz, SparseEmbedding
+# ---------------------------------------------------------------------------------------------
+def _quadratic(p, data):
+    """a * x**2 + b * x + c, element-wise."""
+    return p.a * data * data + p.b * data + p.c
+
+
+def _getnnz(p, data):
+    """Number of non-zeros: all (axis None) or per row (axis 1), as int64."""
+    nz = data.ne(0)
+    if p.axis is None:
+        return nz.sum().reshape(1).to(torch.int64)
+    if p.axis in (1, -1):
+        return nz.sum(1).to(torch.int64)
+    raise MXNetError('getnnz with axis = %d is not supported yet' % p.axis)
+
+
+def _getnnz_sparse(op, p, inputs, out_stypes):
+    """Counts of the stored elements of a csr array (explicit zeros count, as in MXNet)."""
+    from ..ndarray.ndarray import _wrap
+    data = inputs[0]
+    if data.stype != C:
+        raise MXNetError('getnnz: data must be csr, got %s' % data.stype)
+    indptr = data._get_parts()[1]
+    if p.axis is None:
+        return [_wrap(indptr[-1:].clone().to(torch.int64), data.context)]
+    if p.axis in (1, -1):
+        return [_wrap((indptr[1:] - indptr[:-1]).to(torch.int64), data.context)]
+    raise MXNetError('getnnz with axis = %d is not supported yet' % p.axis)
+
+
+register(OpDef('_contrib_quadratic', _quadratic,
+               params={'a': Float(0.0), 'b': Float(0.0), 'c': Float(0.0)}))
+register(OpDef('_contrib_getnnz', _getnnz, params={'axis': Int(None)},
+               infer_type=lambda p, ins, outs: (ins, [__import__('numpy').dtype('int64')])))
+_set(['_contrib_quadratic'], lambda p, st: [st[0] if p.c == 0 else D])
+_set(['_contrib_getnnz'], lambda p, st: [D], _getnnz_sparse)
+
+
+def _register_sparse_embedding():
+    from .nn import _embedding, _embedding_shape, _embedding_type
+    embedding = get_op('Embedding')
+    params = dict(embedding.params, deterministic=Bool(False))
+    params.pop('sparse_grad', None)
+    register(OpDef('_contrib_SparseEmbedding', _embedding, params=params,
+                   inputs=('data', 'weight'), infer_shape=_embedding_shape,
+                   infer_type=_embedding_type))
+
+
+_register_sparse_embedding()
+
+# gradients an executor stores sparse (MXNet's backward storage inference)
+get_op('Embedding').grad_storage = lambda p, st: [None, R if p.sparse_grad else None]
+get_op('_contrib_SparseEmbedding').grad_storage = lambda p, st: [None, R]
+get_op('dot').grad_storage = \
+    lambda p, st: [None, R if st[0] == C and not p.transpose_a else None]
+_set(['take'], lambda p, st: [C] if st[0] == C and p.axis == 0 and st[1] == D else None)

@@ -311,7 +311,7 @@ class Symbol:
                     shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
         from ..executor import simple_bind
         return simple_bind(self, ctx, grad_req, type_dict, group2ctx, shared_arg_names,
-                           shared_exec, shared_buffer, **kwargs)
+                           shared_exec, shared_buffer, stype_dict=stype_dict, **kwargs)
 
     def eval(self, ctx=None, **kwargs):
         from ..context import current_context
