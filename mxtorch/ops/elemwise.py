@@ -25,6 +25,13 @@ def _div(x, y):
     return torch.div(x, y, rounding_mode='trunc')
 
 
+def _mod(x, y):
+    """Modulo with the divisor's sign (as Python); MXNet gives 0 where the divisor is 0."""
+    zero = y == 0
+    safe = torch.where(zero, torch.ones_like(y), y)
+    return torch.where(zero, torch.zeros_like(x), torch.remainder(x, safe))
+
+
 def _logical(fn):
     return lambda x, y: fn(x != 0, y != 0)
 
@@ -32,7 +39,7 @@ def _logical(fn):
 # name: (torch function, its result needs a cast back to the input dtype)
 _BINARY = {
     'add': (torch.add, False), 'sub': (torch.sub, False), 'mul': (torch.mul, False),
-    'div': (_div, False), 'mod': (torch.remainder, False), 'power': (torch.pow, False),
+    'div': (_div, False), 'mod': (_mod, False), 'power': (torch.pow, False),
     # ties: MXNet's gradient goes in full to lhs; NaN propagates from either side
     'maximum': (lambda x, y: torch.where((x >= y) | torch.isnan(x), x, y), False),
     'minimum': (lambda x, y: torch.where((x <= y) | torch.isnan(x), x, y), False),
@@ -148,7 +155,7 @@ def _reverse(fn):
 _SCALAR_FUNCS = {
     'plus': lambda x, s: x + s, 'minus': lambda x, s: x - s, 'rminus': lambda x, s: s - x,
     'mul': lambda x, s: x * s, 'div': lambda x, s: _div(x, s), 'rdiv': _reverse(_div),
-    'mod': torch.remainder, 'rmod': _reverse(torch.remainder),
+    'mod': lambda x, s: _mod(x, torch.full_like(x, s)), 'rmod': _reverse(_mod),
     'power': torch.pow, 'rpower': lambda x, s: torch.pow(s, x),
     'maximum': lambda x, s: torch.clamp(x, min=s), 'minimum': lambda x, s: torch.clamp(x, max=s),
     'hypot': lambda x, s: torch.hypot(x, torch.full_like(x, s)),
@@ -269,7 +276,8 @@ def _identity(p, data):
     return data.clone()
 
 
-register(OpDef('_copy', _identity, infer_shape=same_shape, aliases=('identity',)))
+# graph passes insert it to keep two outputs apart (symbol/optimize.py)
+COPY_OP = register(OpDef('_copy', _identity, infer_shape=same_shape, aliases=('identity',)))
 
 
 def _identity_like_rhs(p, lhs, rhs):
