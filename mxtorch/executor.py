@@ -31,6 +31,7 @@ from .ndarray.ndarray import NDArray, _wrap
 from .ops.shapes import first, known, prod
 from .symbol.graph import topo_order
 from .symbol.infer import infer_graph_shapes, infer_graph_types
+from .symbol import optimize
 
 _GRAD_REQS = ('write', 'add', 'null')
 
@@ -182,7 +183,9 @@ class Executor:
         self._arg_names = [n.name for n in self._arg_nodes]
         self._aux_names = [n.name for n in self._aux_nodes]
         self._output_names = symbol.list_outputs()
-        self._plan = Plan.from_symbol(symbol, self._arg_nodes, self._aux_nodes, shapes)
+        # the plan runs the graph after MXNet's bind-time passes (get_optimized_symbol shows it)
+        self._optimized = optimize.eliminate_common_expr(symbol) if optimize.enabled() else symbol
+        self._plan = Plan.from_symbol(self._optimized, self._arg_nodes, self._aux_nodes, shapes)
         self._shapes = shapes
         device = ctx.torch_device
         self._forward_train, self._ns_train = self._plan.compile(True, device)
@@ -196,6 +199,7 @@ class Executor:
                                 and self.arg_arrays[i]._tensor.dtype.is_floating_point]
         self._head_kinds = [n.op.head_grad(n.params) if n.op is not None else 'required'
                             for n, _ in symbol._entries]
+        self._check_differentiable()
         self._leaves = {}                 # position -> (argument tensor, its autograd leaf)
         self._last = None
         self._monitor = None
@@ -624,6 +628,20 @@ class Executor:
         return '%sTotal %d MB allocated\nTotal %d TempSpace resource requested\n' % (
             self._symbol.debug_str(), total >> 20, 0)
 
+    def _check_differentiable(self):
+        """As MXNet's bind: a gradient wanted through an op without one is an error."""
+        wanted = {id(n) for n, req, g in zip(self._arg_nodes, self._grad_reqs, self._grad_list)
+                  if req != 'null' and g is not None}
+        if not wanted:
+            return
+        leads = {}                     # id -> whether a wanted argument is upstream
+        for node in topo_order(self._symbol._entries):
+            leads[id(node)] = id(node) in wanted or any(leads[id(c)] for c, _ in node.inputs)
+        for node in self._gradient_path().values():
+            if node.op is not None and not node.op.differentiable and leads[id(node)]:
+                raise MXNetError('Operator %s is non-differentiable because it didn\'t register '
+                                 'FGradient attribute.' % node.op.name)
+
     def _gradient_path(self):
         """{id: node} of the nodes a head gradient flows through (not past BlockGrad)."""
         seen = {}
@@ -640,7 +658,7 @@ class Executor:
         return seen
 
     def get_optimized_symbol(self):
-        return self._symbol.__copy__()
+        return self._optimized.__copy__()
 
 
 _ENGINE = getattr(Variable, '_execution_engine', None)
@@ -868,6 +886,8 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     for node in aux_nodes:
         aux_arrays.append(allocate(dtype_of(node), tuple(shapes[(id(node), 0)]),
                                    shared_aux.get(node.name)))
+    from .ndarray.sparse import apply_storage_types        # sparse args and gradients
+    apply_storage_types(order, arg_nodes, arg_arrays, grad_arrays, stype_dict)
     out_types, out_arrays = [], []
     for (node, k), name in zip(symbol._entries, symbol.list_outputs()):
         shape = shapes.get((id(node), k))
@@ -877,5 +897,3 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         out_arrays.append(allocate(dtype_of(node, k), tuple(shape), None, name))
     return Executor(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, shapes, out_types,
                     group2ctx, out_arrays, owns_grads=True)
-    from .ndarray.sparse import apply_storage_types        # sparse args and gradients
-    apply_storage_types(order, arg_nodes, arg_arrays, grad_arrays, stype_dict)

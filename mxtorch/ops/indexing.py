@@ -145,7 +145,7 @@ def _batch_take_type(p, ins, outs):
 
 
 register(OpDef('batch_take', _batch_take, inputs=('a', 'indices'),
-               infer_type=_batch_take_type))
+               infer_type=_batch_take_type, differentiable=False))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -575,7 +575,7 @@ def _khatri_rao_shape(p, ins, outs):
 
 
 register(OpDef('khatri_rao', _khatri_rao, params={'num_args': Int()}, variadic='num_args',
-               infer_shape=_khatri_rao_shape))
+               infer_shape=_khatri_rao_shape, differentiable=False))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -724,7 +724,7 @@ register(OpDef('_histogram', _histogram,
                params={'bin_cnt': Int(None), 'range': FloatPair(None)},
                inputs=lambda p: ('data',) if p.bin_cnt is not None else ('data', 'bins'),
                outputs=('output0', 'output1'), infer_shape=_histogram_shape,
-               infer_type=_histogram_type))
+               infer_type=_histogram_type, differentiable=False))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import torch
 
 from ..base import np_dtype, torch_dtype
 from .params import DType, Float, Int, Shape, Bool
-from .registry import OpDef, register
+from .registry import OpDef, canonical_ops, register
 from .shapes import known, merge, same_shape
 
 _FLOATS = ('None', 'float16', 'float32', 'float64')
@@ -95,7 +95,8 @@ def _shuffle(p, data):
     return data[torch.randperm(data.shape[0], device=data.device)]
 
 
-register(OpDef('_shuffle', _shuffle, infer_shape=same_shape, aliases=('shuffle',)))
+register(OpDef('_shuffle', _shuffle, infer_shape=same_shape, aliases=('shuffle',),
+               differentiable=False))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,3 +327,10 @@ for _dist, (_lp, _names) in _PDFS.items():
     register(OpDef('_random_pdf_' + _dist, _pdf_forward(_lp, _is_dir),
                    inputs=('sample',) + _names, params={'is_log': Bool(False)},
                    infer_shape=_pdf_shape(_is_dir), aliases=('random_pdf_' + _dist,)))
+
+
+# every sampler above draws from the random stream (the densities _random_pdf_* do not)
+for _op in canonical_ops().values():
+    if _op.name == '_shuffle' or (_op.name.startswith(('_random_', '_sample_')) and
+                                  not _op.name.startswith('_random_pdf_')):
+        _op.random = True

@@ -207,7 +207,7 @@ def _argmax_channel(p, data):
     return torch.argmax(data, axis).to(data.dtype)
 
 
-register(OpDef('argmax_channel', _argmax_channel))
+register(OpDef('argmax_channel', _argmax_channel, differentiable=False))
 
 
 # ---------------------------------------------------------------------------------------------

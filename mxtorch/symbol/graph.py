@@ -46,7 +46,8 @@ class Node:
         """Visible output names as list_outputs shows them."""
         if self.op is None:
             return [self.name]
-        return ['%s_%s' % (self.name, n) for n in self.op.visible_output_names(self.params)]
+        prefix = self.name + '_' if self.name else ''      # (atomic symbols have no name)
+        return [prefix + n for n in self.op.visible_output_names(self.params)]
 
     def input_names(self):
         return self.op.input_names(self.params)

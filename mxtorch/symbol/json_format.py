@@ -6,6 +6,7 @@ import logging
 from ..attribute import HIDDEN_KEYS
 from ..base import MXNetError
 from ..ops.registry import find_op
+from ..util import is_np_shape
 from .graph import Node, topo_order, mutated_variables
 
 MXNET_VERSION = 10901
@@ -94,8 +95,16 @@ def to_json(symbol, remove_amp_cast=True):
            '"arg_nodes": %s' % _int_list(arg_nodes, 2),
            '"node_row_ptr": %s' % _int_list(row_ptr, 2),
            '"heads": %s' % _entry_list(head_entries, 2),
-           '"attrs": {"mxnet_version": ["int", %d]}' % MXNET_VERSION]
+           _graph_attrs()]
     return '{\n%s\n}' % _lines(top, 2)
+
+
+def _graph_attrs():
+    """The graph's attrs: MXNet's version, and whether NumPy-shape semantics were on."""
+    if not is_np_shape():
+        return '"attrs": {"mxnet_version": ["int", %d]}' % MXNET_VERSION
+    return ('"attrs": {\n    "is_np_shape": ["int", 1], \n    "mxnet_version": ["int", %d]\n  }'
+            % MXNET_VERSION)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -112,11 +112,20 @@ class Symbol:
             entries.extend((node, i) for i in range(node.num_visible_outputs()))
         return Symbol(entries)
 
+    def _gen_atomic_symbol(self):
+        """The operator of this symbol's first output on its own: same parameters, no inputs,
+        no name (as MXNet's atomic symbols, from which composed ones are built)."""
+        node = self._entries[0][0]
+        if node.op is None:
+            raise MXNetError('_gen_atomic_symbol: %s is a variable, not an operator' % node.name)
+        attrs = {k: v for k, v in node.attrs.items() if not (k.startswith('__') and
+                                                             k.endswith('__'))}
+        atom = Node(node.op, '', attrs)
+        return Symbol([(atom, i) for i in range(atom.num_visible_outputs())])
+
     def get_children(self):
-        if len(self._entries) != 1:
-            inputs = [e for node, _ in self._entries for e in node.inputs]
-        else:
-            inputs = list(self._entries[0][0].inputs)
+        nodes = {id(node): node for node, _ in self._entries}     # each node once, in order
+        inputs = [e for node in nodes.values() for e in node.inputs]
         return Symbol(inputs) if inputs else None
 
     # ---- attributes ------------------------------------------------------------------------------

@@ -1,0 +1,61 @@
+"""Graph passes run when a symbol is bound: common-subexpression elimination.
+
+As MXNet (MXNET_ELIMINATE_COMMON_EXPR, on unless set to 0), two operator nodes with one
+operator, the same attributes and the same inputs compute the same values, so the later one is
+dropped and its consumers read the earlier one. Nodes that draw random numbers, behave
+differently in training, update auxiliary states or create arrays from nothing are kept. Where
+merging leaves two outputs of the graph on one value, a copy keeps them apart.
+"""
+import os
+
+from ..ops.elemwise import COPY_OP
+from .graph import Node, topo_order
+
+
+def enabled():
+    return os.environ.get('MXNET_ELIMINATE_COMMON_EXPR', '1') != '0'
+
+
+def _mergeable(node):
+    op = node.op
+    return not (op.random or op.mode_dependent or op.creation or op.update_aux is not None
+                or len(node.inputs) > node.num_args())
+
+
+def eliminate_common_expr(symbol):
+    """The symbol with repeated subexpressions computed once (`symbol` itself if none)."""
+    from .symbol import Symbol
+    memo, canonical, merged = {}, {}, False
+    for node in topo_order(symbol._entries):
+        if node.op is None:
+            memo[id(node)] = node
+            continue
+        inputs = [(memo[id(child)], k) for child, k in node.inputs]
+        key = None
+        if _mergeable(node):
+            key = (node.op.name, tuple(sorted(node.attrs.items())),
+                   tuple((id(child), k) for child, k in inputs))
+            if key in canonical:
+                memo[id(node)] = canonical[key]
+                merged = True
+                continue
+        new = Node(node.op, node.name, node.attrs, inputs)
+        if key is not None:
+            canonical[key] = new
+        memo[id(node)] = new
+    if not merged:
+        return symbol
+    entries, last = [], {}
+    for node, k in symbol._entries:
+        entry = (memo[id(node)], k)
+        key = (id(entry[0]), k)
+        # outputs that were one value before merging stay one (MXNet copies only new ones)
+        if key in last and last[key][1] != (id(node), k):
+            prev = last[key][0]
+            copy = Node(COPY_OP, '%s_%d_copy' % (prev[0].name, prev[1]), {}, [prev])
+            last[key] = ((copy, 0), (id(node), k))
+            entries.append((copy, 0))
+            continue
+        last[key] = (entry, (id(node), k))
+        entries.append(entry)
+    return Symbol(entries)
