@@ -39,3 +39,4 @@ from . import random as rnd
 from . import contrib, engine, log, profiler, runtime, util
 from .util import is_np_shape, set_np_shape, np_shape, use_np_shape
 from .util import is_np_array, np_array, use_np_array, use_np, set_np, reset_np
+from . import gluon

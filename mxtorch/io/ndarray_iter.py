@@ -58,9 +58,12 @@ class NDArrayIter(DataIter):
                                       "only with last_batch_handle='discard', got %r"
                                       % last_batch_handle)
         lengths = {name: arr.shape[self._axis] for name, arr in data + label}
-        if len(set(lengths.values())) != 1:
+        # the first data array sets the number of samples (MXNet reads longer arrays only
+        # that far)
+        if min(lengths.values()) < lengths[data[0][0]]:
             raise ValueError('all data and label arrays must hold the same number of samples '
-                             'along the batch axis %d, got %s' % (self._axis, lengths))
+                             'as %s (or more) along the batch axis %d, got %s'
+                             % (data[0][0], self._axis, lengths))
         start, stop = _part_range(lengths[data[0][0]], num_parts, part_index)
         self.data = [(name, _take(arr, self._axis, start, stop)) for name, arr in data]
         self.label = [(name, _take(arr, self._axis, start, stop)) for name, arr in label]

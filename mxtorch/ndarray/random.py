@@ -41,6 +41,13 @@ def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs)
     return _dispatch('normal', ('loc', 'scale'), (loc, scale), shape, dtype, ctx, out)
 
 
+def randn(*shape, **kwargs):
+    """Normal draws of the given shape: randn(2, 3, loc=0, scale=1, dtype=..., ctx=...)."""
+    loc = kwargs.pop('loc', 0)
+    scale = kwargs.pop('scale', 1)
+    return normal(loc, scale, shape=shape, **kwargs)
+
+
 def exponential(scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Exponential draws of mean `scale` (MXNet's operators take the rate lam = 1/scale)."""
     lam = 1.0 / scale

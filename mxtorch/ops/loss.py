@@ -249,7 +249,9 @@ def _ctc_loss(p, data, label, *lengths):
     input_lengths = (data_lengths.long().reshape(N) if data_lengths is not None
                      else torch.full((N,), T, dtype=torch.long, device=data.device))
     valid = torch.arange(L, device=labels.device) < target_lengths.unsqueeze(1)
-    if bool(((labels < 0) | (labels >= C) | (labels == blank))[valid].any()):
+    # a label equal to the blank is accepted, as MXNet does (only indices torch cannot read
+    # are refused)
+    if bool(((labels < 0) | (labels >= C))[valid].any()):
         raise MXNetError('CTCLoss: label values must be in [%d, %d] (blank_label=%s), got %s'
                          % (1 if blank == 0 else 0, C - 1 if blank == 0 else C - 2,
                             p.blank_label, label.tolist()))

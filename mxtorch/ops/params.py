@@ -204,8 +204,8 @@ def parse_params(op_name, schema, attrs):
             continue
         param = schema.get(key)
         if param is None:
-            if key in IGNORED_KEYS:
-                continue
+            if key in IGNORED_KEYS or not schema:
+                continue            # an operator without parameters ignores them, as MXNet's
             raise MXNetError("Cannot find argument '%s' of operator %s, Possible Arguments: %s"
                              % (key, op_name, ', '.join(sorted(schema)) or '(none)'))
         try:

@@ -1,0 +1,9 @@
+"""mx.gluon: the imperative/hybrid neural network API (Block, HybridBlock, Parameter,
+Trainer, losses, layers, data loading) on mxtorch's NDArray, autograd, Symbol and Executor."""
+from .parameter import Parameter, Constant, ParameterDict, DeferredInitializationError
+from .block import Block, HybridBlock, SymbolBlock
+from . import nn
+from . import loss
+from . import utils
+from . import data
+from .trainer import Trainer

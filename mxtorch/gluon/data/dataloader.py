@@ -1,0 +1,100 @@
+"""mx.gluon.data.DataLoader: batches of a Dataset, assembled by a batchify function.
+
+With num_workers > 0 the batches are assembled by a pool of worker threads (samples are read
+and stacked in parallel, `prefetch` batches ahead), and handed out in order.
+"""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ... import ndarray as nd
+from ...context import cpu_pinned
+from . import sampler as _sampler
+
+__all__ = ['DataLoader', 'default_batchify_fn', 'default_mp_batchify_fn']
+
+
+def default_batchify_fn(data):
+    """Stack NDArrays, transpose tuples (one batch per field) and turn the rest into one
+    NDArray (keeping NumPy's dtype)."""
+    if isinstance(data[0], nd.NDArray):
+        return nd.stack(*data)
+    if isinstance(data[0], tuple):
+        return [default_batchify_fn(list(field)) for field in zip(*data)]
+    data = np.asarray(data)
+    return nd.array(data, dtype=data.dtype)
+
+
+default_mp_batchify_fn = default_batchify_fn
+
+
+def _as_in_context(data, ctx):
+    if isinstance(data, nd.NDArray):
+        return data.as_in_context(ctx)
+    if isinstance(data, (list, tuple)):
+        return [_as_in_context(d, ctx) for d in data]
+    return data
+
+
+class DataLoader:
+    """Iterate over `dataset` in mini-batches (see MXNet's gluon.data.DataLoader)."""
+
+    def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
+                 batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False,
+                 pin_device_id=0, prefetch=None, thread_pool=False, timeout=120,
+                 try_nopython=None):
+        self._dataset = dataset
+        self._pin_memory = pin_memory
+        self._pin_device_id = pin_device_id
+        self._thread_pool = thread_pool
+        self._timeout = timeout
+        if batch_sampler is None:
+            if batch_size is None:
+                raise ValueError('batch_size must be specified unless batch_sampler is '
+                                 'specified')
+            if sampler is None:
+                sampler = _sampler.RandomSampler(len(dataset)) if shuffle else \
+                    _sampler.SequentialSampler(len(dataset))
+            elif shuffle:
+                raise ValueError('shuffle must not be specified if sampler is specified')
+            batch_sampler = _sampler.BatchSampler(sampler, batch_size,
+                                                  last_batch if last_batch else 'keep')
+        elif batch_size is not None or shuffle or sampler is not None or \
+                last_batch is not None:
+            raise ValueError('batch_size, shuffle, sampler and last_batch must not be '
+                             'specified if batch_sampler is specified.')
+        self._batch_sampler = batch_sampler
+        self._num_workers = num_workers if num_workers >= 0 else 0
+        self._prefetch = max(0, int(prefetch) if prefetch is not None
+                             else 2 * self._num_workers)
+        self._batchify_fn = batchify_fn if batchify_fn is not None else default_batchify_fn
+
+    def _make_batch(self, indices):
+        batch = self._batchify_fn([self._dataset[i] for i in indices])
+        if self._pin_memory:
+            batch = _as_in_context(batch, cpu_pinned(self._pin_device_id))
+        return batch
+
+    def __iter__(self):
+        if self._num_workers == 0:
+            for indices in self._batch_sampler:
+                yield self._make_batch(indices)
+            return
+        with ThreadPoolExecutor(self._num_workers) as pool:
+            pending = []
+            batches = iter(self._batch_sampler)
+            for indices in batches:
+                pending.append(pool.submit(self._make_batch, indices))
+                if len(pending) > max(self._prefetch, 1):
+                    break
+            while pending:
+                future = pending.pop(0)
+                nxt = next(batches, None)
+                if nxt is not None:
+                    pending.append(pool.submit(self._make_batch, nxt))
+                yield future.result(timeout=self._timeout)
+
+    def __len__(self):
+        return len(self._batch_sampler)
+
+

@@ -1,0 +1,258 @@
+"""mx.gluon.Trainer: applies an mx.optimizer to Parameters, aggregating gradients over their
+contexts through an mx.kvstore (none for one device, as MXNet)."""
+import weakref
+
+from .. import optimizer as opt
+from ..model import _create_kvstore
+from .parameter import Parameter, ParameterDict
+
+
+class Trainer:
+    """Trainer(params, optimizer, optimizer_params, kvstore='device', compression_params=None,
+    update_on_kvstore=None). A dict of Parameters is taken in sorted name order: parameter i
+    is optimizer index i."""
+
+    def __init__(self, params, optimizer, optimizer_params=None, kvstore='device',
+                 compression_params=None, update_on_kvstore=None):
+        if isinstance(params, (dict, ParameterDict)):
+            params = [params[key] for key in sorted(list(params.keys()))]
+        if not isinstance(params, (list, tuple)):
+            raise ValueError('First argument must be a list or dict of Parameters, got %s.'
+                             % type(params))
+        self._params = []
+        self._param2idx = {}
+        for i, param in enumerate(params):
+            if not isinstance(param, Parameter):
+                raise ValueError('First argument must be a list or dict of Parameters, got '
+                                 'list of %s.' % type(param))
+            if param.name in self._param2idx:
+                raise ValueError('Parameter %s is duplicated in the list of Parameters.'
+                                 % param.name)
+            self._param2idx[param.name] = i
+            self._params.append(param)
+            param._trainer = weakref.ref(self)
+        self._compression_params = compression_params
+        self._contexts = self._check_contexts()
+        self._init_optimizer(optimizer, optimizer_params or {})
+        self._scale = self._optimizer.rescale_grad
+        self._kvstore_params = {'kvstore': kvstore, 'update_on_kvstore': update_on_kvstore}
+        self._kv_initialized = False
+        self._kvstore = None
+        self._update_on_kvstore = None
+        self._distributed = None
+        self._params_to_init = []
+        self._reset_kvstore()
+
+    def _check_contexts(self):
+        contexts = None
+        for param in self._params:
+            ctx = param.list_ctx()
+            assert contexts is None or contexts == ctx, \
+                'All Parameters must be initialized on the same set of contexts, but ' \
+                'Parameter %s is initialized on %s while previous Parameters are initialized ' \
+                'on %s.' % (param.name, str(ctx), str(contexts))
+            contexts = ctx
+        return contexts
+
+    def _init_optimizer(self, optimizer, optimizer_params):
+        param_dict = {i: param for i, param in enumerate(self._params)}
+        if isinstance(optimizer, opt.Optimizer):
+            assert not optimizer_params, \
+                'optimizer_params must be None if optimizer is an instance of Optimizer ' \
+                'instead of str'
+            self._optimizer = optimizer
+            self._optimizer.param_dict = param_dict
+        else:
+            self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
+        self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
+
+    def _reset_kvstore(self):
+        if self._kvstore and 'dist' in self._kvstore.type:
+            raise RuntimeError('Cannot reset distributed KVStore.')
+        self._kv_initialized = False
+        self._kvstore = None
+        self._distributed = None
+        self._update_on_kvstore = None
+        self._params_to_init = list(self._params)
+
+    def _init_kvstore(self):
+        config = self._kvstore_params
+        arg_arrays = {p.name: p.data(self._contexts[0]) for p in self._params}
+        kvstore, update_on_kvstore = _create_kvstore(config['kvstore'], len(self._contexts),
+                                                     arg_arrays)
+        self._distributed = 'dist' in kvstore.type if kvstore else False
+        if self._distributed and 'async' in kvstore.type:
+            update_on_kvstore = True
+            if config['update_on_kvstore'] is False:
+                raise ValueError('Please set update_on_kvstore=True when training in async '
+                                 'mode.')
+        if config['update_on_kvstore'] is not None:
+            update_on_kvstore = config['update_on_kvstore']
+        if kvstore and update_on_kvstore and not kvstore.is_capable('optimizer'):
+            if config['update_on_kvstore']:
+                raise ValueError('Please set update_on_kvstore=False when training with %s'
+                                 % type(kvstore))
+            update_on_kvstore = False
+        if kvstore:
+            if self._compression_params:
+                kvstore.set_gradient_compression(self._compression_params)
+            if update_on_kvstore:
+                kvstore.set_optimizer(self._optimizer)
+            self._kvstore = kvstore
+            self._update_on_kvstore = update_on_kvstore
+        else:
+            self._kvstore = None
+            self._update_on_kvstore = None
+        self._kv_initialized = True
+
+    def _init_params(self):
+        """Put the Parameters initialised since the last call into the kvstore."""
+        assert self._kv_initialized, 'Cannot initialize parameters in KVStore when KVStore ' \
+                                     'is not initialized.'
+        waiting = []
+        for param in self._params_to_init:
+            if param._deferred_init:
+                waiting.append(param)
+                continue
+            if self._kvstore is not None:
+                arrays = param.list_data()
+                idx = self._param2idx[param.name]
+                self._kvstore.init(idx, arrays[0])
+                self._kvstore.pull(idx, arrays, priority=-idx)
+        self._params_to_init = waiting
+
+    @property
+    def learning_rate(self):
+        if not isinstance(self._optimizer, opt.Optimizer):
+            raise UserWarning('Optimizer has to be defined before its learning rate can be '
+                              'accessed.')
+        return self._optimizer.learning_rate
+
+    @property
+    def optimizer(self):
+        if isinstance(self._optimizer, opt.Optimizer):
+            return self._optimizer
+        raise UserWarning('Optimizer has not been initialized yet')
+
+    def set_learning_rate(self, lr):
+        if not isinstance(self._optimizer, opt.Optimizer):
+            raise UserWarning('Optimizer has to be defined before its learning rate is '
+                              'mutated.')
+        self._optimizer.set_learning_rate(lr)
+
+    def _row_sparse_pull(self, parameter, out, row_id, full_idx=False):
+        raise NotImplementedError('row_sparse Parameters are not supported by mxtorch')
+
+    def _check_and_rescale_grad(self, scale):
+        if self._update_on_kvstore and self._distributed and self._kv_initialized:
+            if self._optimizer.rescale_grad != scale:
+                raise UserWarning('Possible change in the `batch_size` from previous `step` '
+                                  'detected. Optimizer gradient normalizing factor will not '
+                                  'change w.r.t new batch_size when update_on_kvstore=True and '
+                                  'when distributed kvstore is used.')
+        self._optimizer.rescale_grad = scale
+
+    def _prepare(self):
+        if not self._kv_initialized:
+            self._init_kvstore()
+        if self._params_to_init:
+            self._init_params()
+
+    def step(self, batch_size, ignore_stale_grad=False):
+        """One update: gradients are rescaled by 1/batch_size, aggregated over the contexts,
+        and the optimizer applied. Call after backward, outside autograd.record()."""
+        rescale_grad = self._scale / batch_size
+        self._check_and_rescale_grad(rescale_grad)
+        self._prepare()
+        self._allreduce_grads()
+        self._update(ignore_stale_grad)
+
+    def allreduce_grads(self):
+        """Sum the gradients over the contexts (for update() afterwards)."""
+        self._prepare()
+        assert not (self._kvstore and self._update_on_kvstore), \
+            'allreduce_grads() when parameters are updated on kvstore is not supported. Try ' \
+            'setting `update_on_kvstore` to False when creating trainer.'
+        self._allreduce_grads()
+
+    def _allreduce_grads(self):
+        if not self._kvstore:
+            return
+        for i, param in enumerate(self._params):
+            if param.grad_req == 'null':
+                continue
+            grads = param.list_grad()
+            if self._update_on_kvstore:
+                self._kvstore.pushpull(i, grads, out=param.list_data(), priority=-i)
+            else:
+                self._kvstore.pushpull(i, grads, priority=-i)
+
+    def update(self, batch_size, ignore_stale_grad=False):
+        """Apply the optimizer (after allreduce_grads)."""
+        self._prepare()
+        assert not (self._kvstore and self._update_on_kvstore), \
+            'update() when parameters are updated on kvstore is not supported. Try setting ' \
+            '`update_on_kvstore` to False when creating trainer.'
+        self._check_and_rescale_grad(self._scale / batch_size)
+        self._update(ignore_stale_grad)
+
+    def _update(self, ignore_stale_grad=False):
+        updates = [[] for _ in self._updaters]
+        for i, param in enumerate(self._params):
+            if param.grad_req == 'null':
+                continue
+            if not ignore_stale_grad:
+                for data in param.list_data():
+                    if not getattr(data, '_fresh_grad', False):
+                        raise UserWarning(
+                            'Gradient of Parameter `%s` on context %s has not been updated by '
+                            'backward since last `step`. This could mean a bug in your model '
+                            'that made it only use a subset of the Parameters (Blocks) for '
+                            'this iteration. If you are intentionally only using a subset, '
+                            'call step with ignore_stale_grad=True to suppress this warning '
+                            'and skip updating of Parameters with stale gradient'
+                            % (param.name, str(data.context)))
+            if self._kvstore and self._update_on_kvstore:
+                continue
+            for upd, arr, grad in zip(updates, param.list_data(), param.list_grad()):
+                if not ignore_stale_grad or getattr(arr, '_fresh_grad', False):
+                    upd.append((i, grad, arr))
+                    arr._fresh_grad = False
+        if self._kvstore and self._update_on_kvstore:
+            for param in self._params:
+                for arr in param.list_data():
+                    arr._fresh_grad = False
+            return
+        for updater, upd in zip(self._updaters, updates):
+            if upd:
+                idx, grads, weights = zip(*upd)
+                updater(list(idx), list(grads), list(weights))
+
+    def save_states(self, fname):
+        """Write the optimizer states (and the optimizer) to `fname`."""
+        assert self._optimizer is not None
+        self._prepare()
+        if self._update_on_kvstore:
+            assert not self._params_to_init, 'Cannot save trainer states when some ' \
+                                             'parameters are not yet initialized in kvstore.'
+            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+        else:
+            with open(fname, 'wb') as fout:
+                fout.write(self._updaters[0].get_states(dump_optimizer=True))
+
+    def load_states(self, fname):
+        """Read optimizer states (and the optimizer) written by save_states."""
+        self._prepare()
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+            self._optimizer = self._kvstore._updater.optimizer
+        else:
+            with open(fname, 'rb') as f:
+                states = f.read()
+            for updater in self._updaters:
+                updater.set_states(states)
+                updater.optimizer = self._updaters[0].optimizer
+            self._optimizer = self._updaters[0].optimizer
+        self._optimizer.param_dict = {i: param for i, param in enumerate(self._params)}
+
+
