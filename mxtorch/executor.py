@@ -192,8 +192,10 @@ class Executor:
         self._forward_infer, self._ns_infer = self._plan.compile(False, device)
         self._fast_infer = None
         self.outputs = out_arrays or [
-            _wrap(torch.zeros(shapes[(id(n), k)], dtype=torch_dtype(t), device=device), ctx)
-            for (n, k), t in zip(symbol._entries, out_types)]
+            _wrap(torch.zeros(shapes[(id(n), k)], dtype=torch_dtype(t), device=c.torch_device), c)
+            for (n, k), t, c in zip(symbol._entries, out_types, head_ctx)]
+        from .ndarray.sparse import sparse_outputs      # outputs MXNet stores sparse
+        self.outputs = sparse_outputs(symbol, self._arg_nodes, arg_arrays, self.outputs)
         self._leaf_positions = [i for i, (req, g) in enumerate(zip(grad_reqs, self._grad_list))
                                 if req != 'null' and g is not None
                                 and self.arg_arrays[i]._tensor.dtype.is_floating_point]

@@ -273,6 +273,8 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
                    aux_states=_aux_dict(sym, aux_states, ctx, dtype))
     exe.forward(is_train=True)
     if isinstance(out_grads, (list, tuple)):
+    if grad_stypes:                 # gradients stored sparse where asked
+        grads = {k: g.tostype(grad_stypes.get(k, 'default')) for k, g in grads.items()}
         out_grads = [array(g, ctx=ctx, dtype=dtype) for g in out_grads]
     elif isinstance(out_grads, dict):
         out_grads = {k: array(v, ctx=ctx, dtype=dtype) for k, v in out_grads.items()}

@@ -471,9 +471,8 @@ def _from_source(stype, source, shape, ctx, dtype):
     if _spsp is not None and _spsp.issparse(source):
         if stype != 'csr':
             raise ValueError('Unexpected input type: a scipy sparse matrix for row_sparse')
-        csr = source.tocsr()
-        if not csr.has_sorted_indices:
-            csr = csr.sorted_indices()
+        csr = source.tocsr(copy=True)
+        csr.sum_duplicates()          # canonical: duplicates summed, indices sorted
         _check_shape(csr.shape, shape)
         return _csr_from_definition(csr.data, csr.indices, csr.indptr, csr.shape, ctx,
                                     dtype if dtype is not None else csr.dtype)
@@ -721,3 +720,27 @@ def apply_storage_types(order, arg_nodes, arg_arrays, grad_arrays, stype_dict=No
         if st is not None and grad_arrays[i] is not None:
             g = grad_arrays[i]
             grad_arrays[i] = zeros(st, g.shape, ctx=g.context, dtype=g.dtype)
+
+
+def sparse_outputs(symbol, arg_nodes, arg_arrays, outputs):
+    """The executor's output arrays, those whose inferred storage type (the ops' rules over
+    the bound arguments' storage types) is sparse replaced by sparse arrays."""
+    from ..symbol.graph import topo_order
+    stypes = {(id(n), 0): stype_of(a) for n, a in zip(arg_nodes, arg_arrays)}
+    if all(s == 'default' for s in stypes.values()):
+        return outputs
+    for node in topo_order(symbol._entries):
+        if node.op is None:
+            continue
+        p = node.params
+        in_stypes = [stypes.get((id(src), k), 'default') for src, k in node.inputs]
+        rule = node.op.infer_storage
+        out = rule(p, in_stypes) if rule is not None else None
+        for k in range(node.op.num_outputs(p)):
+            stypes[(id(node), k)] = out[k] if out is not None and k < len(out) else 'default'
+    result = list(outputs)
+    for i, ((node, k), arr) in enumerate(zip(symbol._entries, outputs)):
+        st = stypes.get((id(node), k), 'default')
+        if st != 'default' and arr.stype == 'default':
+            result[i] = zeros(st, arr.shape, ctx=arr.context, dtype=arr.dtype)
+    return result

@@ -14,7 +14,7 @@ from .shapes import first, merge, prod, same_shape
 def _fully_connected(p, data, weight, bias=None):
     """out = x . W^T + b, x flattened to (N, -1) unless flatten=False (then on the last axis)."""
     x = data.reshape(data.shape[0], -1) if p.flatten and data.dim() != 2 else data
-    return F.linear(x, weight, bias)
+    return F.linear(x, weight, None if bias is None else bias.reshape(-1))
 
 
 def _fc_shape(p, ins, outs):
@@ -31,7 +31,11 @@ def _fc_shape(p, ins, outs):
     data = merge(data, (out[0],) + tuple(data[1:])) if p.flatten else data
     new = [data, merge(ins[1], (p.num_hidden, in_dim))]
     if not p.no_bias:
-        new.append(merge(ins[2], (p.num_hidden,)))
+        bias = ins[2]
+        if bias is not None and len(bias) > 1 and prod(bias) == p.num_hidden:
+            new.append(bias)           # MXNet takes any bias of num_hidden elements, e.g. (n, 1)
+        else:
+            new.append(merge(bias, (p.num_hidden,)))
     return new, [out]
 
 
