@@ -14,6 +14,7 @@ import torch.utils.dlpack
 from ..base import (MXNetError, default_dtype, dtype_type, np_dtype, torch_dtype, integer_types,
                     numeric_types)
 from ..context import Context, current_context, context_of
+from .. import engine
 from ..ops.params import Params
 from ..ops.registry import get_op
 
@@ -100,6 +101,7 @@ class NDArray:
         return id(self)
 
     def __bool__(self):
+        engine.wait_for(self._tensor)
         if self.size == 1:
             return bool(self._tensor.item())
         if self.size == 0:
@@ -116,6 +118,7 @@ class NDArray:
 
     # ---- conversion and copies ---------------------------------------------------------------
     def asnumpy(self):
+        engine.wait_for(self._tensor)
         t = self._tensor.detach()
         if t.dtype == torch.bfloat16:
             return t.cpu().view(torch.int16).numpy().view(np_dtype('bfloat16')).copy()
@@ -127,7 +130,9 @@ class NDArray:
         return self.asnumpy().reshape(())[()]
 
     def copy(self):
-        return _wrap(self._tensor.detach().clone(), self._ctx)
+        copied = self._tensor.detach().clone()
+        engine.carry(self._tensor, copied)
+        return _wrap(copied, self._ctx)
 
     def copyto(self, other):
         """Copy into an NDArray (returned) or onto a Context (a new array)."""
@@ -140,9 +145,12 @@ class NDArray:
             from .. import autograd
             with torch.set_grad_enabled(autograd._prepare_write(other._tensor, self._tensor)):
                 other._tensor.copy_(self._tensor)
+            engine.carry(self._tensor, other._tensor)
             return other
         if isinstance(other, Context):
-            return _wrap(self._tensor.detach().to(other.torch_device, copy=True), other)
+            copied = self._tensor.detach().to(other.torch_device, copy=True)
+            engine.carry(self._tensor, copied)
+            return _wrap(copied, other)
         raise TypeError('copyto does not support type %s' % type(other).__name__)
 
     def to_dlpack_for_read(self):
@@ -159,7 +167,9 @@ class NDArray:
         dt = torch_dtype(dtype)
         if not copy and dt == self._tensor.dtype:
             return self
-        return _wrap(self._tensor.detach().to(dt, copy=True), self._ctx)
+        converted = self._tensor.detach().to(dt, copy=True)
+        engine.carry(self._tensor, converted)
+        return _wrap(converted, self._ctx)
 
     def tostype(self, stype):
         from .sparse import cast_storage
@@ -169,6 +179,7 @@ class NDArray:
         return _wrap(self._tensor.detach(), self._ctx)
 
     def wait_to_read(self):
+        engine.wait_for(self._tensor)
         if self._tensor.is_cuda:
             torch.cuda.current_stream(self._tensor.device).synchronize()
 
@@ -338,6 +349,8 @@ class NDArray:
                     target.fill_(src)
             else:
                 t[index] = src.to(t.dtype) if isinstance(src, torch.Tensor) else src
+        if isinstance(value, NDArray):
+            engine.carry(value._tensor, t)
 
     # ---- arithmetic ---------------------------------------------------------------------------
     def _binary(self, other, array_op, scalar_op):
@@ -482,23 +495,35 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
     if op.creation:
         kwargs['device'] = ctx.torch_device
         kwargs['out_shape'] = None
+    # an input (or, for a random operator, the device's generator) carries an error not raised
+    failure = engine.failure_of(tensors, ctx.torch_device if op.random else None)
     try:
         with torch.set_grad_enabled(_recording()):
             result = op.forward(p, *tensors, **kwargs)
     except MXNetError:
         raise
     except (RuntimeError, ValueError, IndexError, TypeError) as err:
-        _explain_failure(op, p, tensors)
-        if type(err) is RuntimeError:      # torch's own complaint: say which operator failed
+        _explain_failure(op, p, tensors)     # a bad shape raises at once, as in MXNet
+        if type(err) is not RuntimeError and failure is None:
+            raise
+        # a failure while computing (not a bad shape) is raised when the outputs are waited
+        # for, as MXNet's asynchronous engine does
+        result = engine.placeholder_outputs(op, p, tensors, ctx.torch_device)
+        if result is None:
             raise MXNetError('%s: %s' % (op.name, err)) from None
-        raise
+        if failure is None:
+            failure = engine.defer(MXNetError('%s: %s' % (op.name, err)))
+            if op.random:
+                engine.mark_random_generator(failure, ctx.torch_device)
     results = result if isinstance(result, tuple) else (result,)
-    if train and op.update_aux is not None:
+    if train and op.update_aux is not None and failure is None:
         n_args = len(op.arg_names(p))
         aux = tensors[n_args:]
         with torch.no_grad():
             op.update_aux(p, aux, results)
     visible = [_fresh(r, tensors) for r in results[:op.num_visible_outputs(p)]]
+    if failure is not None and out is None:
+        engine.mark(failure, visible)
     if _recording():
         from .. import autograd
         autograd._record_op(op, p, tensors, visible)
@@ -511,6 +536,8 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
                 autograd._refuse_inplace(r)
             with torch.set_grad_enabled(recorded):
                 o._tensor.copy_(r)
+            if failure is not None:
+                engine.mark(failure, [o._tensor])
         return out
     wrapped = [_wrap(r, ctx) for r in visible]
     return wrapped[0] if len(wrapped) == 1 else wrapped
@@ -712,8 +739,10 @@ def moveaxis(tensor, source, destination):
 
 
 def waitall():
+    """Wait for all computation; raise the oldest error of an operator not raised yet."""
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.synchronize()
+    engine.wait_for_all()
 
 
 def onehot_encode(indices, out):
