@@ -218,6 +218,11 @@ def test_get_symbol():
     assert nodes[2]['attrs'] == {'scalar': '2.0'}
     out = sym.eval(var0=nd.array([3., 4.]), null1=nd.array([1., 1.]))[0]
     assert out.asnumpy().tolist() == [15., 24.]
+    with ag.record():
+        q = nd.FullyConnected(y.reshape((1, 2)), nd.ones((3, 2)), nd.ones((3,)), num_hidden=3)
+    sym = ag.get_symbol(q)                         # reshape is recorded too (MXNet's names)
+    assert sym.list_arguments() == ['var0', 'null1', 'null2', 'null3']
+    assert sym.list_outputs() == ['node_6_output']
     with pytest.raises(AssertionError):
         ag.get_symbol(np.ones(2))
 

@@ -218,7 +218,13 @@ class NDArray:
             raise ValueError('Cannot reshape array of size %d into shape %s' % (self.size, shape))
         from ..ops.tensor import reshape_target
         target = reshape_target(self.shape, shape, reverse)
-        return _wrap(self._tensor.reshape(target), self._ctx)
+        out = _wrap(self._tensor.reshape(target), self._ctx)
+        if _recording():                   # recorded as a Reshape, as MXNet records it
+            from .. import autograd
+            op = get_op('Reshape')
+            autograd._record_op(op, op.parse_params({'shape': target}), [self._tensor],
+                                [out._tensor])
+        return out
 
     def flatten(self, inplace=False):
         """(d0, d1*...*dk); with inplace, a view sharing this array's memory."""
