@@ -115,6 +115,59 @@ mx_float_p = ctypes.POINTER(mx_float)
 NDArrayHandle = SymbolHandle = ExecutorHandle = KVStoreHandle = FunctionHandle = ctypes.c_void_p
 OpHandle = CachedOpHandle = DataIterHandle = DataIterCreatorHandle = ctypes.c_void_p
 RecordIOHandle = ProfileHandle = DLPackHandle = ctypes.c_void_p
+from .capi import _LIB  # noqa: E402  (the few C functions scripts call through ctypes)
+
+
+# ctypes helpers of MXNet's C-API conventions
+def c_str(string):
+    """A C string (char *) holding `string` encoded as UTF-8."""
+    return ctypes.c_char_p(string.encode('utf-8'))
+
+
+def c_str_array(strings):
+    """A C array of char * holding `strings` (UTF-8)."""
+    arr = (ctypes.c_char_p * len(strings))()
+    arr[:] = [s.encode('utf-8') for s in strings]
+    return arr
+
+
+def c_array(ctype, values):
+    """A C array of `ctype` holding `values`."""
+    out = (ctype * len(values))()
+    out[:] = values
+    return out
+
+
+def c_array_buf(ctype, buf):
+    """A C array of `ctype` over the memory of the buffer `buf` (no copy)."""
+    return (ctype * len(buf)).from_buffer(buf)
+
+
+def c_handle_array(objs):
+    """A C array of the `.handle` values of `objs`."""
+    arr = (ctypes.c_void_p * len(objs))()
+    arr[:] = [o.handle for o in objs]
+    return arr
+
+
+def ctypes2buffer(cptr, length):
+    """A bytearray copy of `length` bytes at the ctypes char pointer `cptr`."""
+    if not isinstance(cptr, ctypes.POINTER(ctypes.c_char)):
+        raise TypeError('expected char pointer')
+    res = bytearray(length)
+    rptr = (ctypes.c_char * length).from_buffer(res)
+    if not ctypes.memmove(rptr, cptr, length):
+        raise RuntimeError('memmove failed')
+    return res
+
+
+def ctypes2numpy_shared(cptr, shape):
+    """A NumPy float32 array of `shape` over the memory at the ctypes float pointer `cptr`."""
+    if not isinstance(cptr, ctypes.POINTER(mx_float)):
+        raise RuntimeError('expected float pointer')
+    size = int(np.prod(shape))
+    dbuffer = (mx_float * size).from_address(ctypes.addressof(cptr.contents))
+    return np.frombuffer(dbuffer, dtype=np.float32).reshape(shape)
 
 
 class _NullType:

@@ -57,10 +57,19 @@ class Feature:
 
 
 class Features(collections.OrderedDict):
-    """name -> Feature for every MXNet feature, in MXNet's order."""
+    """name -> Feature for every MXNet feature, in MXNet's order. One instance, as in MXNet:
+    Features() always returns it."""
+    instance = None
 
-    def __init__(self):
-        super().__init__((name, Feature(name, on)) for name, on in _detect().items())
+    def __new__(cls):
+        if cls.instance is None:
+            cls.instance = super().__new__(cls)
+            super().__init__(cls.instance, ((name, Feature(name, on))
+                                            for name, on in _detect().items()))
+        return cls.instance
+
+    def __init__(self):     # pylint: disable=super-init-not-called  (filled once, by __new__)
+        pass
 
     def __repr__(self):
         return str(list(self.values()))

@@ -30,7 +30,10 @@ class NDArray:
     __slots__ = ('_tensor', '_ctx', 'writable', '_grad', '_grad_req', '_fresh', '__weakref__')
     __array_priority__ = 1000.0
 
-    def __init__(self, tensor, ctx=None, writable=True):
+    def __init__(self, tensor=None, ctx=None, writable=True, handle=None):
+        if handle is not None:             # MXNet's NDArray(handle=...), from base._LIB
+            from ..capi import take_tensor
+            tensor = take_tensor(handle)
         if not isinstance(tensor, torch.Tensor):
             raise TypeError('NDArray wraps a torch.Tensor, got %s' % type(tensor).__name__)
         self._tensor = tensor
