@@ -32,6 +32,7 @@ from .ops.shapes import first, known, prod
 from .symbol.graph import topo_order
 from .symbol.infer import infer_graph_shapes, infer_graph_types
 from .symbol import optimize
+from .symbol.placement import place_nodes
 
 _GRAD_REQS = ('write', 'add', 'null')
 
@@ -81,6 +82,22 @@ def _op_factory(op, params, out_shape, plain=False):
     return lambda train, device: op.bind_forward(params, train, device, out_shape, plain)
 
 
+def _placed(make_fn, devices, node):
+    """make_fn for a node placed by group2ctx: it runs on its own device and, where an input
+    comes from another device, copies it there first (nothing changes on one device)."""
+    own = devices.get(id(node))
+    moves = [devices.get(id(child), own) != own for child, _ in node.inputs]
+    if own is None:
+        return make_fn
+    if not any(moves):
+        return lambda train, device: make_fn(train, own)
+
+    def make(train, device):
+        fn = make_fn(train, own)
+        return lambda *xs: fn(*[x.to(own) if move else x for x, move in zip(xs, moves)])
+    return make
+
+
 def _declares_loss(node):
     """A loss operator whose declared gradient replaces autograd's (and any head gradient)."""
     return node.op.loss_gradient is not None and node.op.head_grad(node.params) == 'ignored'
@@ -98,8 +115,10 @@ class Plan:
         self.source = self._generate()
 
     @classmethod
-    def from_symbol(cls, symbol, arg_nodes, aux_nodes, shapes):
-        """One step per operator node, in MXNet's topological order."""
+    def from_symbol(cls, symbol, arg_nodes, aux_nodes, shapes, devices=None):
+        """One step per operator node, in MXNet's topological order. `devices` ({id(node):
+        torch device}, group2ctx placement) runs each step on its node's device, its inputs
+        copied there from other devices."""
         order = topo_order(symbol._entries)
         taken = set()
         input_names = [_identifier(n.name, taken) for n in arg_nodes + aux_nodes]
@@ -120,11 +139,12 @@ class Plan:
                 aux_positions = [aux_index.get(id(child)) for child, _ in
                                  node.inputs[node.num_args():]]
             fn_name = _identifier('%s_%s' % (node.op.name.lstrip('_'), node.name), taken)
+            make_fn = _op_factory(node.op, node.params, shapes.get((id(node), 0)),
+                                  plain=_declares_loss(node))
+            if devices is not None:
+                make_fn = _placed(make_fn, devices, node)
             steps.append(Step(node, [value[(id(c), k)] for c, k in node.inputs], outputs,
-                              fn_name, _op_factory(node.op, node.params,
-                                                   shapes.get((id(node), 0)),
-                                                   plain=_declares_loss(node)),
-                              aux_positions))
+                              fn_name, make_fn, aux_positions))
         heads = [value[(id(n), k)] for n, k in symbol._entries]
         return cls(input_names, steps, heads,
                    [s for s in steps if s.aux_positions is not None],
@@ -185,12 +205,17 @@ class Executor:
         self._output_names = symbol.list_outputs()
         # the plan runs the graph after MXNet's bind-time passes (get_optimized_symbol shows it)
         self._optimized = optimize.eliminate_common_expr(symbol) if optimize.enabled() else symbol
-        self._plan = Plan.from_symbol(self._optimized, self._arg_nodes, self._aux_nodes, shapes)
+        placement = place_nodes(topo_order(self._optimized._entries), ctx, group2ctx) \
+            if group2ctx else {}
+        devices = {k: c.torch_device for k, c in placement.items()} if placement else None
+        self._plan = Plan.from_symbol(self._optimized, self._arg_nodes, self._aux_nodes, shapes,
+                                      devices)
         self._shapes = shapes
         device = ctx.torch_device
         self._forward_train, self._ns_train = self._plan.compile(True, device)
         self._forward_infer, self._ns_infer = self._plan.compile(False, device)
         self._fast_infer = None
+        head_ctx = [placement.get(id(n), ctx) for n, _ in self._optimized._entries]
         self.outputs = out_arrays or [
             _wrap(torch.zeros(shapes[(id(n), k)], dtype=torch_dtype(t), device=c.torch_device), c)
             for (n, k), t, c in zip(symbol._entries, out_types, head_ctx)]
@@ -353,15 +378,16 @@ class Executor:
             grads = list(out_grads)
         else:
             raise TypeError('out_grads must be NDArray, list or dict of NDArray')
-        if len(grads) != len(self.outputs):
+        if len(grads) < len(self.outputs):
             raise MXNetError('backward: %d head gradients given for %d outputs (%s)'
                              % (len(grads), len(self.outputs), ', '.join(self._output_names)))
-        for name, g, out in zip(self._output_names, grads, self.outputs):
+        grads = grads[:len(self.outputs)]        # MXNet ignores extra head gradients
+        for name, g, out, kind in zip(self._output_names, grads, self.outputs, self._head_kinds):
             if g is None:
                 continue
             if not isinstance(g, NDArray):
                 raise TypeError('inputs must be NDArray')
-            if g.shape != out.shape:
+            if g.shape != out.shape and kind != 'zero':     # an unused head gradient goes unread
                 raise MXNetError('backward: head gradient of %s has shape %s, expected %s'
                                  % (name, g.shape, out.shape))
         return grads
@@ -369,11 +395,19 @@ class Executor:
     def backward(self, out_grads=None, is_train=True):
         """Gradients of the arguments, written or added into grad_arrays per grad_req."""
         grads = self._head_grads(out_grads)
-        if self._last is None:
-            raise MXNetError('backward called before forward: call forward(is_train=True) first')
+        if self._last is None:       # MXNet runs the backward graph anyway: give it a forward
+            self._run(True, bool(self._leaf_positions))
         if self._leaf_positions:
             self._write_grads(self._gradients(grads))
+        self._zero_integer_grads()
         self._commit_aux()
+
+    def _zero_integer_grads(self):
+        """Integer arguments have no gradient: MXNet's backward writes zeros into theirs."""
+        with torch.no_grad():
+            for req, g, arg in zip(self._grad_reqs, self._grad_list, self.arg_arrays):
+                if req == 'write' and g is not None and not arg._tensor.dtype.is_floating_point:
+                    g._tensor.zero_()
 
     def _gradients(self, grads):
         last = self._last
@@ -790,11 +824,13 @@ def bind(symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None, g
         raise ValueError('aux_states of %s are required' % aux_names)
     aux_arrays = _as_list(aux_states, aux_names, 'aux_states', False, True)
     reqs = _grad_reqs(grad_req, arg_names)
-    device = ctx.torch_device
-    for name, arr in list(zip(arg_names, arg_arrays)) + list(zip(aux_names, aux_arrays)) + \
-            [(n, g) for n, g in zip(arg_names, grad_arrays) if g is not None]:
-        if arr._tensor.device.type != device.type:
-            raise MXNetError('bind: %s lives on %s, the executor on %s' % (name, arr.context, ctx))
+    placement = place_nodes(topo_order(symbol._entries), ctx, group2ctx) if group2ctx else {}
+    nodes = arg_nodes + aux_nodes + arg_nodes
+    for node, arr in zip(nodes, arg_arrays + aux_arrays + grad_arrays):
+        where = placement.get(id(node), ctx)
+        if arr is not None and arr._tensor.device.type != where.torch_device.type:
+            raise MXNetError('bind: %s lives on %s, its node on %s' % (node.name, arr.context,
+                                                                       where))
     for name, arr, grad in zip(arg_names, arg_arrays, grad_arrays):
         if grad is not None and grad.shape != arr.shape:
             raise MXNetError('bind: gradient of %s has shape %s, the argument %s'
@@ -844,7 +880,6 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         raise RuntimeError('grad_req in simple_bind cannot be an empty %s'
                            % type(grad_req).__name__)
     reqs = _grad_reqs(grad_req, arg_names)
-    device = ctx.torch_device
     shared_names = set(shared_arg_names or ())
     shared_args = shared_exec.arg_dict if shared_exec is not None else {}
     shared_grads = shared_exec.grad_dict if shared_exec is not None else {}
@@ -852,7 +887,11 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
     def dtype_of(node, index=0):
         return torch_dtype(first(types.get((id(node), index)), 'float32'))
 
-    def allocate(dt, shape, shared, buffer_key=None, exact=False):
+    placement = place_nodes(order, ctx, group2ctx) if group2ctx else {}
+
+    def allocate(dt, shape, shared, buffer_key=None, exact=False, node=None):
+        where = placement.get(id(node), ctx)
+        device = where.torch_device
         if shared is not None and shared.shape == shape and shared._tensor.dtype == dt:
             return shared
         if exact and shared_buffer is not None:       # parameters: the very same array
@@ -860,34 +899,35 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
             if buf is not None and buf.shape == shape and buf._tensor.dtype == dt:
                 return buf
             arr = shared_buffer[buffer_key] = _wrap(torch.zeros(shape, dtype=dt, device=device),
-                                                    ctx)
+                                                    where)
             return arr
         if buffer_key is not None and shared_buffer is not None:
             buf = shared_buffer.get(buffer_key)
             if buf is not None and buf.size >= prod(shape) and buf._tensor.dtype == dt:
-                return _wrap(_view_of(buf._tensor, shape), ctx)
-            arr = _wrap(torch.zeros(shape, dtype=dt, device=device), ctx)
+                return _wrap(_view_of(buf._tensor, shape), where)
+            arr = _wrap(torch.zeros(shape, dtype=dt, device=device), where)
             shared_buffer[buffer_key] = arr
             return arr
-        return _wrap(torch.zeros(shape, dtype=dt, device=device), ctx)
+        return _wrap(torch.zeros(shape, dtype=dt, device=device), where)
 
     arg_arrays, grad_arrays = [], []
     for node, req in zip(arg_nodes, reqs):
         shape = tuple(shapes[(id(node), 0)])
         if node.name in shared_names:
             arg_arrays.append(allocate(dtype_of(node), shape, shared_args.get(node.name),
-                                       node.name, exact=True))
+                                       node.name, exact=True, node=node))
             grad_arrays.append(None if req == 'null' else allocate(
                 dtype_of(node), shape, shared_grads.get(node.name), (node.name, 'grad'),
-                exact=True))
+                exact=True, node=node))
             continue
-        arg_arrays.append(allocate(dtype_of(node), shape, None, node.name))
-        grad_arrays.append(None if req == 'null' else allocate(dtype_of(node), shape, None))
+        arg_arrays.append(allocate(dtype_of(node), shape, None, node.name, node=node))
+        grad_arrays.append(None if req == 'null' else
+                           allocate(dtype_of(node), shape, None, node=node))
     aux_arrays = []
     shared_aux = shared_exec.aux_dict if shared_exec is not None else {}
     for node in aux_nodes:
         aux_arrays.append(allocate(dtype_of(node), tuple(shapes[(id(node), 0)]),
-                                   shared_aux.get(node.name)))
+                                   shared_aux.get(node.name), node=node))
     from .ndarray.sparse import apply_storage_types        # sparse args and gradients
     apply_storage_types(order, arg_nodes, arg_arrays, grad_arrays, stype_dict)
     out_types, out_arrays = [], []
@@ -896,6 +936,6 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         if not known(shape):
             raise RuntimeError('simple_bind error: cannot infer the shape of output %s' % name)
         out_types.append(first(types.get((id(node), k)), np_dtype('float32')))
-        out_arrays.append(allocate(dtype_of(node, k), tuple(shape), None, name))
+        out_arrays.append(allocate(dtype_of(node, k), tuple(shape), None, name, node=node))
     return Executor(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, shapes, out_types,
                     group2ctx, out_arrays, owns_grads=True)
