@@ -1,5 +1,8 @@
 """mx.AttrScope: attributes given to every symbol created inside a `with` block."""
 import threading
+import warnings
+
+from .base import _MXClassPropertyMetaClass, classproperty
 
 HIDDEN_KEYS = ('ctx_group', 'lr_mult', 'wd_mult', 'force_mirroring', 'mirror_stage')
 
@@ -9,9 +12,10 @@ def hide_key(key):
     return '__%s__' % key if key in HIDDEN_KEYS else key
 
 
-class AttrScope:
+class AttrScope(metaclass=_MXClassPropertyMetaClass):
     """`with mx.AttrScope(ctx_group='dev1'):` — every op and variable created inside gets the
-    attributes (values must be strings). Nested scopes merge; the inner one wins."""
+    attributes (values must be strings). Nested scopes merge; the inner one wins.
+    `AttrScope.current` (deprecated in MXNet) reads or sets this thread's scope."""
     _scope = threading.local()
 
     def __init__(self, **kwargs):
@@ -31,7 +35,7 @@ class AttrScope:
         return merged
 
     def __enter__(self):
-        self._old_scope = AttrScope.current()
+        self._old_scope = AttrScope._active()
         attr = dict(self._old_scope._attr)
         attr.update(self._attr)
         self._attr = attr
@@ -42,8 +46,21 @@ class AttrScope:
         AttrScope._scope.value = self._old_scope
 
     @staticmethod
-    def current():
+    def _active():
+        """This thread's scope."""
         scope = getattr(AttrScope._scope, 'value', None)
         if scope is None:
             scope = AttrScope._scope.value = AttrScope()
         return scope
+
+    @classproperty
+    def current(cls):    # pylint: disable=no-self-argument
+        warnings.warn('AttrScope.current has been deprecated. It is advised to use the `with` '
+                      'statement with AttrScope.', DeprecationWarning)
+        return cls._active()
+
+    @current.setter
+    def current(cls, value):    # pylint: disable=no-self-argument
+        warnings.warn('AttrScope.current has been deprecated. It is advised to use the `with` '
+                      'statement with AttrScope.', DeprecationWarning)
+        AttrScope._scope.value = value

@@ -207,17 +207,41 @@ def _as_list(obj):
 
 
 class _MXClassPropertyDescriptor:
-    def __init__(self, fget):
+    def __init__(self, fget, fset=None):
         self.fget = fget
+        self.fset = fset
 
     def __get__(self, obj, clas=None):
         return self.fget.__get__(obj, clas if clas is not None else type(obj))()
 
+    def __set__(self, obj, value):
+        if not self.fset:
+            raise AttributeError("can't set attribute")
+        clas = obj if isinstance(obj, type) else type(obj)
+        return self.fset.__get__(obj, clas)(value)
+
+    def setter(self, func):
+        """Decorator: the function setting the property (on the class, with a class whose
+        metaclass is _MXClassPropertyMetaClass)."""
+        self.fset = func if isinstance(func, (classmethod, staticmethod)) else classmethod(func)
+        return self
+
 
 def classproperty(func):
-    """A read-only property of the class itself."""
+    """A property of the class itself; add a setter with `@<name>.setter` (assigning on the
+    class needs the metaclass _MXClassPropertyMetaClass)."""
     return _MXClassPropertyDescriptor(func if isinstance(func, (classmethod, staticmethod))
                                       else classmethod(func))
+
+
+class _MXClassPropertyMetaClass(type):
+    """Metaclass making `Class.prop = value` call the setter of a classproperty `prop`."""
+
+    def __setattr__(cls, key, value):
+        descriptor = cls.__dict__.get(key)
+        if isinstance(descriptor, _MXClassPropertyDescriptor):
+            return descriptor.__set__(cls, value)
+        return super().__setattr__(key, value)
 
 
 def with_metaclass(meta, *bases):

@@ -1,19 +1,14 @@
 """Device contexts: mx.cpu(i) and mx.gpu(i) mapped onto torch devices."""
 import threading
 
+import warnings
+
 import torch
 
-
-class _DefaultCtx:
-    """`Context.default_ctx`, MXNet's deprecated name for the current context."""
-    def __get__(self, obj, cls):
-        import warnings
-        warnings.warn('Context.default_ctx has been deprecated. Please use '
-                      'Context.current_context() instead.', DeprecationWarning)
-        return current_context()
+from .base import _MXClassPropertyMetaClass, classproperty
 
 
-class Context:
+class Context(metaclass=_MXClassPropertyMetaClass):
     """A device: `Context('cpu', 0)`, `Context('gpu', 1)`. Usable as a `with` scope.
 
     cpu(i) runs on torch's CPU device whatever i is (the id is kept for display, equality and
@@ -22,7 +17,19 @@ class Context:
     devtype2str = {1: 'cpu', 2: 'gpu', 3: 'cpu_pinned', 5: 'cpu_shared'}
     devstr2type = {v: k for k, v in devtype2str.items()}
     _scope = threading.local()
-    default_ctx = _DefaultCtx()
+
+    @classproperty
+    def default_ctx(cls):    # pylint: disable=no-self-argument
+        """MXNet's deprecated name for this thread's current context (also settable)."""
+        warnings.warn('Context.default_ctx has been deprecated. Please use '
+                      'Context.current_context() instead.', DeprecationWarning)
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, value):    # pylint: disable=no-self-argument
+        warnings.warn('Context.default_ctx has been deprecated. Please use '
+                      'Context.current_context() instead.', DeprecationWarning)
+        cls._scope.value = value
 
     def __init__(self, device_type, device_id=0):
         if isinstance(device_type, Context):

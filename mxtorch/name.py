@@ -1,8 +1,10 @@
 """mx.name: automatic naming of operator nodes (NameManager, Prefix)."""
 import threading
 
+from .base import _MXClassPropertyMetaClass, classproperty
 
-class NameManager:
+
+class NameManager(metaclass=_MXClassPropertyMetaClass):
     """Gives unnamed operators `<hint><counter>` names; counters are per hint and per manager.
 
     `with mx.name.NameManager():` starts fresh counters, restored on exit.
@@ -28,6 +30,15 @@ class NameManager:
     def __exit__(self, *exc):
         NameManager._scope.value = self._old_manager
 
+    @classproperty
+    def current(cls):    # pylint: disable=no-self-argument
+        """This thread's manager (also settable, as in MXNet)."""
+        return _current()
+
+    @current.setter
+    def current(cls, value):    # pylint: disable=no-self-argument
+        NameManager._scope.value = value
+
 
 class Prefix(NameManager):
     """Prepends `prefix` to every operator name, given or generated (not to variables)."""
@@ -46,10 +57,3 @@ def _current():
         manager = NameManager._scope.value = NameManager()
     return manager
 
-
-class _CurrentDescriptor:
-    def __get__(self, obj, owner):
-        return _current()
-
-
-NameManager.current = _CurrentDescriptor()

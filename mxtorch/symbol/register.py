@@ -35,7 +35,7 @@ def create(op_name, args, kwargs, func_name=None):
     kwargs.pop('out', None)       # MXNet's symbol functions accept and ignore out=
     raw, symbols, symbol_kw = split_call(op, args, kwargs, _is_symbol)
     extra = _split_attributes(op, raw)
-    scope = AttrScope.current().get({hide_key(k): v for k, v in (attr or {}).items()})
+    scope = AttrScope._active().get({hide_key(k): v for k, v in (attr or {}).items()})
     attrs = dict(scope)
     attrs.update(extra)
     attrs.update((k, format_attr_value(v)) for k, v in raw.items())

@@ -356,7 +356,7 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
     """A placeholder variable: a graph input (data, label or parameter)."""
     if not isinstance(name, str):
         raise TypeError('Expect a string for variable `name`')
-    attrs = AttrScope.current().get({hide_key(k): v for k, v in (attr or {}).items()})
+    attrs = AttrScope._active().get({hide_key(k): v for k, v in (attr or {}).items()})
     if shape is not None:
         attrs['__shape__'] = str(tuple(shape) if isinstance(shape, list) else shape)
     if lr_mult is not None:
