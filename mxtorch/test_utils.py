@@ -224,8 +224,17 @@ def _as_arg_dict(sym, location, ctx, dtype):
     else:
         items = zip(names, location)
     return {k: array(v, ctx=ctx, dtype=v.dtype if isinstance(v, NDArray) else
-                     (np.asarray(v).dtype if np.asarray(v).dtype.kind != 'f' else dtype))
+                     (np.asarray(v).dtype if np.asarray(v).dtype.kind != 'f' else
+                      _dtype_for(v, dtype)))
             for k, v in items}
+
+
+def _dtype_for(value, dtype):
+    """`dtype`, or the value's own dtype where the caller passed dtype='asnumpy' (MXNet's way of
+    saying: keep each given array's dtype)."""
+    if isinstance(dtype, str) and dtype == 'asnumpy':
+        return value.dtype if hasattr(value, 'dtype') else np.asarray(value).dtype
+    return dtype
 
 
 def _aux_dict(sym, aux_states, ctx, dtype):
@@ -233,8 +242,8 @@ def _aux_dict(sym, aux_states, ctx, dtype):
     if aux_states is None:
         return None
     if isinstance(aux_states, dict):
-        return {k: array(v, ctx=ctx, dtype=dtype) for k, v in aux_states.items()}
-    return {k: array(v, ctx=ctx, dtype=dtype) for k, v in zip(names, aux_states)}
+        return {k: array(v, ctx=ctx, dtype=_dtype_for(v, dtype)) for k, v in aux_states.items()}
+    return {k: array(v, ctx=ctx, dtype=_dtype_for(v, dtype)) for k, v in zip(names, aux_states)}
 
 
 def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None,
@@ -273,13 +282,12 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
                    aux_states=_aux_dict(sym, aux_states, ctx, dtype))
     exe.forward(is_train=True)
     if isinstance(out_grads, (list, tuple)):
-    if grad_stypes:                 # gradients stored sparse where asked
-        grads = {k: g.tostype(grad_stypes.get(k, 'default')) for k, g in grads.items()}
-        out_grads = [array(g, ctx=ctx, dtype=dtype) for g in out_grads]
+        out_grads = [array(g, ctx=ctx, dtype=_dtype_for(g, dtype)) for g in out_grads]
     elif isinstance(out_grads, dict):
-        out_grads = {k: array(v, ctx=ctx, dtype=dtype) for k, v in out_grads.items()}
+        out_grads = {k: array(v, ctx=ctx, dtype=_dtype_for(v, dtype))
+                     for k, v in out_grads.items()}
     elif out_grads is not None:
-        out_grads = array(out_grads, ctx=ctx, dtype=dtype)
+        out_grads = array(out_grads, ctx=ctx, dtype=_dtype_for(out_grads, dtype))
     exe.backward(out_grads)
     for name, exp in expected.items():
         req = grad_req.get(name, 'null')

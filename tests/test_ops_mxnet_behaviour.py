@@ -16,3 +16,59 @@ def test_mod_by_zero_is_zero_and_follows_divisor_sign():
     np.testing.assert_array_equal((a % 0).asnumpy(), [0, 0, 0, 0])
     np.testing.assert_array_equal((3 % mx.nd.array([0, 2, -2], dtype='int32')).asnumpy(), [0, 1, -1])
     np.testing.assert_allclose((3.5 % mx.nd.array([0, 2, -2])).asnumpy(), [0, 1.5, -0.5])
+
+
+def test_prelu_gamma_broadcasts_from_leading_axes():
+    # MXNet 1.9.1 LeakyReLU(act_type='prelu'): gamma (3,4) on (3,4) data is per element; (3,) on
+    # (3,4) data matches axis 0; (2,4) on (2,4,3,2) data matches axes 0 and 1
+    x = mx.nd.array(np.arange(-6, 6).reshape(3, 4))
+    out = mx.nd.LeakyReLU(x, mx.nd.array(np.arange(12).reshape(3, 4) * 0.1), act_type='prelu')
+    np.testing.assert_allclose(out.asnumpy()[:2], [[0, -0.5, -0.8, -0.9], [-0.8, -0.5, 0, 1]],
+                               rtol=1e-6)
+    out = mx.nd.LeakyReLU(x, mx.nd.array([0.5, 0.2, 0.1]), act_type='prelu')
+    np.testing.assert_allclose(out.asnumpy()[:2], [[-3, -2.5, -2, -1.5], [-0.4, -0.2, 0, 1]],
+                               rtol=1e-6)
+    x4 = mx.nd.array(np.arange(-24, 24).reshape(2, 4, 3, 2))
+    out = mx.nd.LeakyReLU(x4, mx.nd.array(np.arange(8).reshape(2, 4) * 0.1), act_type='prelu')
+    np.testing.assert_allclose(out.asnumpy()[:, :, 0, 0], [[0, -1.8, -2.4, -1.8], [0, 6, 12, 18]],
+                               rtol=1e-6)
+    with pytest.raises(MXNetError):
+        mx.nd.LeakyReLU(x, mx.nd.array([0.5, 0.2, 0.1, 0.4, 0.3]), act_type='prelu')
+    # gamma's gradient sums over the axes it broadcasts along
+    g = mx.nd.array([0.5, 0.2, 0.1])
+    g.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.LeakyReLU(x, g, act_type='prelu')
+    y.backward()
+    np.testing.assert_allclose(g.grad.asnumpy(), [-18, -3, 0])
+
+
+def test_executor_backward_head_gradients_like_mxnet():
+    x = mx.sym.var('x')
+    xa, xg = mx.nd.ones((2, 3)), mx.nd.zeros((2, 3))
+    exe = (x * 2).bind(mx.cpu(), {'x': xa}, args_grad={'x': xg})
+    # backward before any forward runs one (MXNet runs its backward graph regardless)
+    exe.backward([mx.nd.ones((2, 3))])
+    np.testing.assert_array_equal(xg.asnumpy(), np.full((2, 3), 2))
+    # extra head gradients are ignored
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.ones((2, 3)) * 3, mx.nd.ones((4,))])
+    np.testing.assert_array_equal(xg.asnumpy(), np.full((2, 3), 6))
+    with pytest.raises(MXNetError):
+        exe.backward([mx.nd.ones((3, 2))])
+    # shape_array's head gradient is never read, whatever its shape; x's gradient is zero
+    exe = mx.sym.shape_array(x).bind(mx.cpu(), {'x': xa}, args_grad={'x': xg})
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.ones((7,))])
+    np.testing.assert_array_equal(xg.asnumpy(), np.zeros((2, 3)))
+
+
+def test_integer_argument_gradient_is_written_as_zeros():
+    data, length = mx.sym.var('data'), mx.sym.var('length')
+    sym = mx.sym.softmax(data, length=length, use_length=True, axis=1)
+    lg = mx.nd.array([7, 7], dtype='int32')
+    exe = sym.bind(mx.cpu(), {'data': mx.nd.ones((2, 3)), 'length': mx.nd.array([1, 3], dtype='int32')},
+                   args_grad={'data': mx.nd.zeros((2, 3)), 'length': lg})
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.ones((2, 3))])
+    np.testing.assert_array_equal(lg.asnumpy(), [0, 0])

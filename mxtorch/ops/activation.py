@@ -26,12 +26,25 @@ class _MXNetSelu(torch.autograd.Function):
         return grad * torch.where(data > 0, _SELU_SCALE, _SELU_SCALE * (out + _SELU_ALPHA))
 
 
-def _check_gamma(data, gamma):
+def _gamma_view(data, gamma):
+    """The shape gamma takes against data (MXNet's rule: gamma's dims, from its last, match data's
+    axis 1 then axis 0 where the sizes agree or gamma's is 1; every other axis broadcasts)."""
     require(len(data) >= 2, 'LeakyReLU: act_type=prelu needs data with a channel axis (at '
             'least 2-D), got %d-D data', len(data))
-    require(gamma is None or (len(gamma) == 1 and gamma[0] in (0, 1, data[1])),
-            'LeakyReLU: act_type=prelu needs gamma of shape (%d,) (one slope per channel) or '
-            '(1,), got %s', data[1], gamma)
+    view = [1] * len(data)
+    s = len(gamma) - 1
+    for i in (1, 0):
+        if s >= 0 and gamma[s] in (1, data[i]):
+            view[i] = gamma[s]
+            s -= 1
+    require(s < 0 and all(gamma), 'LeakyReLU: act_type=prelu needs gamma of shape (%d,) (one '
+            'slope per channel), (1,) or matching data\'s leading axes, got %s', data[1], gamma)
+    return tuple(view)
+
+
+def _check_gamma(data, gamma):
+    if gamma is not None:
+        _gamma_view(data, gamma)
 
 
 def _rrelu(p, data, train):
@@ -52,8 +65,8 @@ def _leaky_relu(p, data, gamma=None, *, train):
     if act == 'leaky':
         return F.leaky_relu(data, p.slope)
     if act == 'prelu':
-        _check_gamma(tuple(data.shape), tuple(gamma.shape))
-        return F.prelu(data, gamma)
+        slope = gamma.reshape(_gamma_view(tuple(data.shape), tuple(gamma.shape)))
+        return torch.where(data > 0, data, data * slope)
     if act == 'elu':
         return F.elu(data, p.slope)
     if act == 'selu':

@@ -204,7 +204,7 @@ def _int64_output(p, ins, outs):
     return ins, [np_dtype('int64')]
 
 
-register(OpDef('shape_array', _shape_array, infer_type=_int64_output,
+register(OpDef('shape_array', _shape_array, infer_type=_int64_output, head_grad='zero',
                infer_shape=lambda p, ins, outs: (ins, [(len(ins[0]),) if ins[0] else outs[0]])))
-register(OpDef('size_array', _size_array, infer_type=_int64_output,
+register(OpDef('size_array', _size_array, infer_type=_int64_output, head_grad='zero',
                infer_shape=lambda p, ins, outs: (ins, [(1,)])))
