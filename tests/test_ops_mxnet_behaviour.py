@@ -72,3 +72,27 @@ def test_integer_argument_gradient_is_written_as_zeros():
     exe.forward(is_train=True)
     exe.backward([mx.nd.ones((2, 3))])
     np.testing.assert_array_equal(lg.asnumpy(), [0, 0])
+
+
+def test_zero_dims_are_unknown_outside_numpy_shape_mode():
+    # MXNet 1.9.1: zeros(()), ones((2, 0)) fail shape inference unless mx.np_shape is on;
+    # depth_to_space of a zero-size input likewise
+    for make in (lambda: mx.nd.zeros(()), lambda: mx.nd.ones((2, 0)), lambda: mx.nd.full((), 3)):
+        with pytest.raises(MXNetError):
+            make()
+    with pytest.raises(MXNetError):
+        mx.nd.depth_to_space(mx.nd.array(np.zeros((1, 4, 0, 3))), 2)
+    assert not mx.is_np_shape()
+    with mx.np_shape(True):
+        assert mx.is_np_shape()
+        assert mx.nd.zeros(()).shape == ()
+        assert mx.nd.ones((2, 0)).shape == (2, 0)
+        assert mx.nd.depth_to_space(mx.nd.array(np.zeros((1, 4, 0, 3))), 2).shape == (1, 1, 0, 6)
+    assert not mx.is_np_shape()
+
+    @mx.use_np_shape
+    def scoped():
+        return mx.is_np_shape()
+    assert scoped() and not mx.is_np_shape()
+    # sum of a zero-size array still has a known (1,) shape
+    assert mx.nd.sum(mx.nd.array(np.zeros((2, 0, 3)))).shape == (1,)

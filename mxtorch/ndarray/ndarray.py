@@ -531,6 +531,7 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
         with torch.no_grad():
             op.update_aux(p, aux, results)
     visible = [_fresh(r, tensors) for r in results[:op.num_visible_outputs(p)]]
+    _check_legacy_shapes(op, tensors, visible)
     if failure is not None and out is None:
         engine.mark(failure, visible)
     if _recording():
@@ -550,6 +551,25 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
         return out
     wrapped = [_wrap(r, ctx) for r in visible]
     return wrapped[0] if len(wrapped) == 1 else wrapped
+
+
+def _check_legacy_shapes(op, tensors, outputs):
+    """Outside NumPy-shape mode MXNet reads a 0 dim (and a 0-d shape) as unknown: an operator made
+    to produce such a shape from a zero-size input, or a creation operator asked for one, fails
+    its shape inference."""
+    if not (op.creation or any(0 in t.shape for t in tensors)):
+        return
+    if any(o.dim() == 0 or 0 in o.shape for o in outputs):
+        if not _is_np_shape():
+            raise MXNetError('Operator %s inferring shapes failed: shape %s has an unknown '
+                             '(0) dim outside NumPy-shape mode (see mx.np_shape)'
+                             % (op.name, tuple(next(o.shape for o in outputs
+                                                    if o.dim() == 0 or 0 in o.shape))))
+
+
+def _profiled(op_name):
+    """A profiler range named after operator `op_name` while the profiler records, as MXNet's."""
+    return profiler.operator_range(op_name) if profiler.recording() else nullcontext()
 
 
 def _explain_failure(op, p, tensors):
@@ -595,6 +615,21 @@ def _shape_tuple(shape):
     if any(d < 0 for d in shape):
         raise MXNetError('shape=%s: every dimension must be non-negative' % (shape,))
     return shape
+
+
+def _known_shape(op_name, shape):
+    """`shape` for a creation operator; outside NumPy-shape mode a 0 dim or a 0-d shape is
+    unknown to MXNet, whose shape inference then fails."""
+    shape = _shape_tuple(shape)
+    if (not shape or 0 in shape) and not _is_np_shape():
+        raise MXNetError('Operator %s inferring shapes failed: shape %s has an unknown (0) dim '
+                         'outside NumPy-shape mode (see mx.np_shape)' % (op_name, shape))
+    return shape
+
+
+def _is_np_shape():
+    from ..util import is_np_shape
+    return is_np_shape()
 
 
 def _device(ctx):
@@ -675,14 +710,18 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
         from .sparse import zeros as sparse_zeros
         return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     ctx = ctx or current_context()
-    return _created(torch.zeros(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),
-                                device=ctx.torch_device), ctx, kwargs.get('out'))
+    with _profiled('_zeros'):
+        t = torch.zeros(_known_shape('_zeros', shape), dtype=torch_dtype(dtype or default_dtype),
+                        device=ctx.torch_device)
+    return _created(t, ctx, kwargs.get('out'))
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
     ctx = ctx or current_context()
-    return _created(torch.ones(_shape_tuple(shape), dtype=torch_dtype(dtype or default_dtype),
-                               device=ctx.torch_device), ctx, kwargs.get('out'))
+    with _profiled('_ones'):
+        t = torch.ones(_known_shape('_ones', shape), dtype=torch_dtype(dtype or default_dtype),
+                       device=ctx.torch_device)
+    return _created(t, ctx, kwargs.get('out'))
 
 
 def _created(tensor, ctx, out=None):
@@ -696,8 +735,9 @@ def _created(tensor, ctx, out=None):
 
 def full(shape, val, ctx=None, dtype=None, out=None):
     ctx = ctx or current_context()
-    t = torch.full(_shape_tuple(shape), val, dtype=torch_dtype(dtype or default_dtype),
-                   device=ctx.torch_device)
+    with _profiled('_full'):
+        t = torch.full(_known_shape('_full', shape), val, dtype=torch_dtype(dtype or default_dtype),
+                       device=ctx.torch_device)
     if out is not None:
         out._tensor.copy_(t)
         return out
