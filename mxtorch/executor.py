@@ -204,7 +204,9 @@ class Executor:
         self._aux_names = [n.name for n in self._aux_nodes]
         self._output_names = symbol.list_outputs()
         # the plan runs the graph after MXNet's bind-time passes (get_optimized_symbol shows it)
-        self._optimized = optimize.eliminate_common_expr(symbol) if optimize.enabled() else symbol
+        shapes = dict(shapes)
+        self._optimized = optimize.eliminate_common_expr(symbol, shapes) \
+            if optimize.enabled() else symbol
         placement = place_nodes(topo_order(self._optimized._entries), ctx, group2ctx) \
             if group2ctx else {}
         devices = {k: c.torch_device for k, c in placement.items()} if placement else None
@@ -652,12 +654,11 @@ class Executor:
         where a gradient reaches an argument, its gradient array and the intermediate values a
         training pass keeps for backward (nothing behind BlockGrad or grad_req 'null')."""
         arrays = self.arg_arrays + self.aux_arrays + self.outputs
-        total = sum(a.size * a._tensor.element_size() for a in arrays)
+        total = sum(_nbytes(a) for a in arrays)
         nodes = self._gradient_path()
         reached = [i for i in self._leaf_positions if id(self._arg_nodes[i]) in nodes]
         if reached:
-            total += sum(self._grad_list[i].size * self._grad_list[i]._tensor.element_size()
-                         for i in reached)
+            total += sum(_nbytes(self._grad_list[i]) for i in reached)
             itemsize = self.outputs[0]._tensor.element_size() if self.outputs else 4
             total += sum(prod(self._shapes[(id(n), k)]) * itemsize for n in nodes.values()
                          if n.op is not None for k in range(n.num_outputs()) if (id(n), k) in self._shapes)
@@ -695,6 +696,14 @@ class Executor:
 
     def get_optimized_symbol(self):
         return self._optimized.__copy__()
+
+
+def _nbytes(arr):
+    """Bytes an array holds (a sparse one: its stored values and indices)."""
+    if getattr(arr, 'stype', 'default') == 'default':
+        return arr.size * arr._tensor.element_size()
+    parts = [arr.data, arr.indices] + ([arr.indptr] if arr.stype == 'csr' else [])
+    return sum(_nbytes(p) for p in parts)
 
 
 _ENGINE = getattr(Variable, '_execution_engine', None)
@@ -844,10 +853,9 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
                 shared_arg_names=None, shared_exec=None, shared_buffer=None, stype_dict=None,
                 **kwargs):
     """Infer every shape and dtype from the given input shapes, allocate zero-filled arrays and
-    bind. Parameters named in shared_arg_names (and their gradients) come from shared_exec, or
-    else from shared_buffer, where new ones are registered so later executors find them; other
-    arrays are carved from same-named shared_buffer entries when large enough (new ones are
-    added to it)."""
+    bind. Parameters named in shared_arg_names (and their gradients) come from shared_exec
+    (else they are new); the other arguments are carved from same-named shared_buffer entries
+    when large enough (new ones are added to it)."""
     _check_ctx(ctx)
     if shared_arg_names is not None and not isinstance(shared_arg_names, list):
         raise ValueError('shared_arg_names in simple_bind must be a list or None')
@@ -894,13 +902,8 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         device = where.torch_device
         if shared is not None and shared.shape == shape and shared._tensor.dtype == dt:
             return shared
-        if exact and shared_buffer is not None:       # parameters: the very same array
-            buf = shared_buffer.get(buffer_key)
-            if buf is not None and buf.shape == shape and buf._tensor.dtype == dt:
-                return buf
-            arr = shared_buffer[buffer_key] = _wrap(torch.zeros(shape, dtype=dt, device=device),
-                                                    where)
-            return arr
+        if exact:               # parameters come from shared_exec only (as MXNet): never
+            return _wrap(torch.zeros(shape, dtype=dt, device=device), where)   # the buffer
         if buffer_key is not None and shared_buffer is not None:
             buf = shared_buffer.get(buffer_key)
             if buf is not None and buf.size >= prod(shape) and buf._tensor.dtype == dt:
@@ -929,13 +932,30 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         aux_arrays.append(allocate(dtype_of(node), tuple(shapes[(id(node), 0)]),
                                    shared_aux.get(node.name), node=node))
     from .ndarray.sparse import apply_storage_types        # sparse args and gradients
+    taken = [(i, lst, lst[i]) for lst, source in ((arg_arrays, shared_args),
+                                                   (grad_arrays, shared_grads))
+             for i, node in enumerate(arg_nodes)
+             if node.name in shared_names and lst[i] is not None
+             and source.get(node.name) is lst[i]]
     apply_storage_types(order, arg_nodes, arg_arrays, grad_arrays, stype_dict)
+    for i, lst, arr in taken:          # arrays of shared_exec stay the very same arrays
+        if arr.stype == lst[i].stype:
+            lst[i] = arr
     out_types, out_arrays = [], []
+    if isinstance(shared_exec, Executor):       # (output_dict refuses repeated names)
+        shared_outs = dict(zip(shared_exec._output_names, shared_exec.outputs))
+    else:
+        shared_outs = getattr(shared_exec, 'output_dict', None) or {}
     for (node, k), name in zip(symbol._entries, symbol.list_outputs()):
         shape = shapes.get((id(node), k))
         if not known(shape):
             raise RuntimeError('simple_bind error: cannot infer the shape of output %s' % name)
         out_types.append(first(types.get((id(node), k)), np_dtype('float32')))
-        out_arrays.append(allocate(dtype_of(node, k), tuple(shape), None, name, node=node))
+        held = shared_outs.get(name)          # shared_exec's memory serves its outputs too
+        if held is not None and held.stype == 'default' and held.size >= prod(shape) and \
+                held._tensor.dtype == dtype_of(node, k):
+            out_arrays.append(_wrap(_view_of(held._tensor, tuple(shape)), held.context))
+            continue
+        out_arrays.append(allocate(dtype_of(node, k), tuple(shape), None, node=node))
     return Executor(symbol, ctx, arg_arrays, grad_arrays, reqs, aux_arrays, shapes, out_types,
                     group2ctx, out_arrays, owns_grads=True)

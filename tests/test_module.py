@@ -529,3 +529,53 @@ def test_base_module_declares_the_whole_intermediate_api():
                  'prepare', 'symbol', 'data_names', 'output_names', 'data_shapes',
                  'label_shapes', 'output_shapes'):
         assert hasattr(mx.mod.BaseModule, name), name
+
+
+def _two_group_net():
+    with mx.AttrScope(ctx_group='dev1'):
+        a = mx.sym.Variable('a') * 2
+    with mx.AttrScope(ctx_group='dev2'):
+        c = a + mx.sym.Variable('b')
+    return c
+
+
+@pytest.mark.parametrize('group2ctxs, grad_ctxs', [
+    ({'dev1': mx.cpu(1), 'dev2': mx.cpu(2)}, [mx.cpu(1), mx.cpu(2)]),
+    ({'dev1': [mx.cpu(1)], 'dev2': [mx.cpu(2)]}, [mx.cpu(1), mx.cpu(2)]),
+    ([{'dev1': mx.cpu(3), 'dev2': mx.cpu(4)}], [mx.cpu(3), mx.cpu(4)]),
+])
+def test_module_group2ctxs_forms(group2ctxs, grad_ctxs):
+    mod = mx.mod.Module(_two_group_net(), context=[mx.cpu(0)], data_names=['a', 'b'],
+                        label_names=None, group2ctxs=group2ctxs)
+    mod.bind(data_shapes=[['a', (2, 5)], ['b', (2, 5)]], inputs_need_grad=True)
+    mod.init_params()
+    mod.forward(mx.io.DataBatch(data=[mx.nd.ones((2, 5)), mx.nd.ones((2, 5))]), is_train=True)
+    mod.backward([mx.nd.ones((2, 5))])
+    grads = mod.get_input_grads()
+    assert [g.context for g in grads] == grad_ctxs
+    assert (grads[0].asnumpy() == 2).all() and (grads[1].asnumpy() == 1).all()
+    assert (mod.get_outputs()[0].asnumpy() == 3).all()
+
+
+def test_module_group2ctxs_list_per_context_must_match():
+    mod = mx.mod.Module(_two_group_net(), context=[mx.cpu(0), mx.cpu(1)],
+                        data_names=['a', 'b'], label_names=None,
+                        group2ctxs={'dev1': [mx.cpu(2)] * 3, 'dev2': mx.cpu(3)})
+    with pytest.raises(ValueError, match='3 contexts given for 2'):
+        mod.bind(data_shapes=[['a', (2, 5)], ['b', (2, 5)]])
+
+
+def test_executor_group_takes_name_shape_pairs_and_shares_only_inputs():
+    from mxtorch.module.executor_group import DataParallelExecutorGroup
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3,
+                                                     name='fc'), name='softmax')
+    params = ['fc_weight', 'fc_bias']
+    group = DataParallelExecutorGroup(net, [mx.cpu(0), mx.cpu(1)], [1, 1], [('data', (4, 5))],
+                                      [('softmax_label', (4,))], params, True, False)
+    assert [sorted(d) for d in group.shared_data_arrays] == [['data', 'softmax_label']] * 2
+    other = DataParallelExecutorGroup(net, [mx.cpu(0), mx.cpu(1)], [1, 1], [('data', (2, 5))],
+                                      [('softmax_label', (2,))], params, True, False,
+                                      shared_group=group)
+    for a, b in zip(group.execs, other.execs):
+        assert a.arg_dict['fc_weight'] is b.arg_dict['fc_weight']
+        assert a.grad_dict['fc_weight'] is b.grad_dict['fc_weight']

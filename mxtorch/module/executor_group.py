@@ -56,6 +56,56 @@ def merge_across_devices(outputs, major_axis):
     return merged
 
 
+class _SharedParams:
+    """What simple_bind reads from a shared executor (arg_dict, grad_dict, aux_dict), gathered
+    over all the executors of one context that share parameters."""
+
+    def __init__(self):
+        self.arg_dict, self.grad_dict, self.aux_dict, self.output_dict = {}, {}, {}, {}
+
+    def add(self, executor, names=None):
+        for name, arr in zip(executor._output_names, executor.outputs):
+            if arr.stype != 'default':
+                continue
+            if name not in self.output_dict or arr.size > self.output_dict[name].size:
+                self.output_dict[name] = arr       # the largest one can serve every bucket
+        for mine, theirs in ((self.arg_dict, executor.arg_dict),
+                             (self.grad_dict, executor.grad_dict),
+                             (self.aux_dict, executor.aux_dict)):
+            for name, arr in theirs.items():
+                if arr is not None and (names is None or name in names or mine is self.aux_dict):
+                    mine.setdefault(name, arr)
+
+
+def _as_descs(shapes):
+    return [d if isinstance(d, DataDesc) else DataDesc(*d) for d in shapes]
+
+
+def _per_context_group2ctxs(group2ctxs, n):
+    """One group2ctx dict (or None) per context, from MXNet's accepted forms: None, a list of
+    n dicts, or one dict whose values are a context, or a list of 1 or n contexts."""
+    if group2ctxs is None:
+        return [None] * n
+    if isinstance(group2ctxs, list):
+        if len(group2ctxs) != n:
+            raise ValueError('group2ctxs: %d dicts given for %d contexts' % (len(group2ctxs), n))
+        return group2ctxs
+    if not isinstance(group2ctxs, dict):
+        raise TypeError('group2ctxs must be a dict or a list of dicts, got %s'
+                        % type(group2ctxs).__name__)
+    per = [{} for _ in range(n)]
+    for group, where in group2ctxs.items():
+        places = where if isinstance(where, (list, tuple)) else [where]
+        if len(places) == 1:
+            places = list(places) * n
+        if len(places) != n:
+            raise ValueError('group2ctxs[%r]: %d contexts given for %d contexts'
+                             % (group, len(places), n))
+        for d, ctx in zip(per, places):
+            d[group] = ctx
+    return per
+
+
 class DataParallelExecutorGroup:
     """Executors of one symbol on several contexts, with the batch split by work load."""
 
@@ -65,7 +115,7 @@ class DataParallelExecutorGroup:
         self.symbol = symbol
         self.contexts = contexts
         self.workload = workload
-        self.group2ctxs = group2ctxs if group2ctxs is not None else [None] * len(contexts)
+        self.group2ctxs = _per_context_group2ctxs(group2ctxs, len(contexts))
         self.param_names = param_names
         self.arg_names = symbol.list_arguments()
         self.aux_names = symbol.list_auxiliary_states()
@@ -76,6 +126,10 @@ class DataParallelExecutorGroup:
         self.state_names = list(state_names or [])
         self.shared_data_arrays = ([{} for _ in contexts] if shared_group is None
                                    else shared_group.shared_data_arrays)
+        # parameters of every group sharing with this one, per context: a parameter that only
+        # some buckets have is one array in all of them
+        self._shared_params = ([_SharedParams() for _ in contexts] if shared_group is None
+                               else shared_group._shared_params)
         self.output_names = symbol.list_outputs()
         self.output_layouts = [DataDesc.get_batch_axis(symbol[name].attr('__layout__'))
                                for name in self.output_names]
@@ -134,6 +188,8 @@ class DataParallelExecutorGroup:
 
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
         self.batch_size = None
+        data_shapes = _as_descs(data_shapes)          # (name, shape) pairs are accepted too
+        label_shapes = _as_descs(label_shapes) if label_shapes else label_shapes
         self.data_layouts = self._decide_slices(data_shapes)
         self.label_layouts = self._decide_slices(label_shapes) if label_shapes else None
         for i in range(len(self.contexts)):
@@ -152,7 +208,9 @@ class DataParallelExecutorGroup:
         self._collect_arrays()
 
     def _bind_ith_exec(self, i, shapes, shared_group):
-        shared_exec = None if shared_group is None else shared_group.execs[i]
+        shared = self._shared_params[i]
+        if shared_group is not None:
+            shared.add(shared_group.execs[i])
         types = {d.name: d.dtype for d in shapes}
         attrs = self.symbol.attr_dict()
         for name in self.arg_names:          # a Variable's __dtype__ overrides the batch dtype
@@ -161,10 +219,11 @@ class DataParallelExecutorGroup:
                 types[name] = CODE_DTYPES[code]
         executor = self.symbol.simple_bind(
             self.contexts[i], grad_req=self.grad_req, type_dict=types,
-            shared_arg_names=self.param_names, shared_exec=shared_exec,
+            shared_arg_names=self.param_names, shared_exec=shared,
             group2ctx=self.group2ctxs[i], shared_buffer=self.shared_data_arrays[i],
             **{d.name: d.shape for d in shapes})
         self._total_exec_bytes += int(executor.debug_str().split('\n')[-3].split()[1])
+        shared.add(executor, self.param_names)
         return executor
 
     def reshape(self, data_shapes, label_shapes):

@@ -241,7 +241,8 @@ class Module(BaseModule):
             self._adopt_new_params()
         elif not self.params_initialized:      # (else: loaded by Module.load or kept on rebind)
             assert self._arg_params is None and self._aux_params is None
-            self._arg_params = {name: zeros(block[0].shape, dtype=block[0].dtype)
+            self._arg_params = {name: zeros(block[0].shape, dtype=block[0].dtype,
+                                            stype=block[0].stype)    # (row_sparse weights)
                                 for name, block in zip(self._param_names,
                                                        self._exec_group.param_arrays)}
             self._aux_params = {name: zeros(block[0].shape, dtype=block[0].dtype)

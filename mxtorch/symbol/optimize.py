@@ -22,8 +22,10 @@ def _mergeable(node):
                 or len(node.inputs) > node.num_args())
 
 
-def eliminate_common_expr(symbol):
-    """The symbol with repeated subexpressions computed once (`symbol` itself if none)."""
+def eliminate_common_expr(symbol, shapes=None):
+    """The symbol with repeated subexpressions computed once (`symbol` itself if none). Nodes
+    whose inputs did not change are kept; `shapes` ({(id(node), k): shape}), if given, gets
+    the entries of the new nodes too."""
     from .symbol import Symbol
     memo, canonical, merged = {}, {}, False
     for node in topo_order(symbol._entries):
@@ -39,7 +41,14 @@ def eliminate_common_expr(symbol):
                 memo[id(node)] = canonical[key]
                 merged = True
                 continue
-        new = Node(node.op, node.name, node.attrs, inputs)
+        if all(n is c for (n, _), (c, _) in zip(inputs, node.inputs)):
+            new = node
+        else:
+            new = Node(node.op, node.name, node.attrs, inputs)
+            if shapes is not None:
+                for k in range(node.num_outputs()):
+                    if (id(node), k) in shapes:
+                        shapes[(id(new), k)] = shapes[(id(node), k)]
         if key is not None:
             canonical[key] = new
         memo[id(node)] = new
@@ -53,6 +62,8 @@ def eliminate_common_expr(symbol):
         if key in last and last[key][1] != (id(node), k):
             prev = last[key][0]
             copy = Node(COPY_OP, '%s_%d_copy' % (prev[0].name, prev[1]), {}, [prev])
+            if shapes is not None and (id(prev[0]), prev[1]) in shapes:
+                shapes[(id(copy), 0)] = shapes[(id(prev[0]), prev[1])]
             last[key] = ((copy, 0), (id(node), k))
             entries.append((copy, 0))
             continue
