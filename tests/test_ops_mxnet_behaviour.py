@@ -96,3 +96,11 @@ def test_zero_dims_are_unknown_outside_numpy_shape_mode():
     assert scoped() and not mx.is_np_shape()
     # sum of a zero-size array still has a known (1,) shape
     assert mx.nd.sum(mx.nd.array(np.zeros((2, 0, 3)))).shape == (1,)
+
+
+def test_array_from_fortran_order_numpy_is_row_major():
+    src = np.arange(12, dtype=np.float32).reshape(3, 4).T        # a Fortran-ordered view
+    a = mx.nd.array(src)
+    assert a._tensor.is_contiguous()
+    np.testing.assert_array_equal(a.asnumpy(), src)
+    np.testing.assert_array_equal(a.reshape((-1,)).asnumpy(), src.reshape(-1))

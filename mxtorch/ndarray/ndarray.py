@@ -662,6 +662,8 @@ def array(source_array, ctx=None, dtype=None):
             a = np.array(source_array).astype(dt)         # wraps them, as NumPy 1 did
     except (TypeError, ValueError) as err:
         raise TypeError('source_array must be array like object: %s' % err) from None
+    if not a.flags['C_CONTIGUOUS']:     # MXNet's arrays are row-major whatever the source's order
+        a = a.copy(order='C')
     return _wrap(torch.from_numpy(a).to(ctx.torch_device), ctx)     # a scalar stays 0-d
 
 
