@@ -344,7 +344,15 @@ class Executor:
         """Compute the outputs; with is_train, Dropout is active and BatchNorm uses batch stats."""
         if kwargs:
             self._load_kwargs(kwargs)
-        heads = self._run(is_train, bool(is_train and self._leaf_positions))
+        try:
+            heads = self._run(is_train, bool(is_train and self._leaf_positions))
+        except MXNetError as err:
+            # shapes were checked at bind: this is a failure while computing (an index out of
+            # range), which MXNet's engine raises when the outputs are waited for
+            from . import engine
+            self._last = None
+            engine.mark(engine.defer(err), [o._tensor for o in self.outputs])
+            return self.outputs
         with torch.no_grad():
             for out, value in zip(self.outputs, heads):
                 out._tensor.copy_(value)

@@ -104,3 +104,15 @@ def test_array_from_fortran_order_numpy_is_row_major():
     assert a._tensor.is_contiguous()
     np.testing.assert_array_equal(a.asnumpy(), src)
     np.testing.assert_array_equal(a.reshape((-1,)).asnumpy(), src.reshape(-1))
+
+
+def test_executor_defers_a_compute_failure_to_the_wait():
+    # take(mode='raise') with an index out of range: MXNet's forward returns, the wait raises
+    a, idx = mx.sym.var('a'), mx.sym.var('indices')
+    exe = mx.sym.take(a, idx, mode='raise').bind(
+        mx.cpu(), {'a': mx.nd.ones((2, 3)), 'indices': mx.nd.array([0, 5])})
+    outs = exe.forward()
+    with pytest.raises(MXNetError):
+        outs[0].asnumpy()
+    exe.arg_dict['indices'][:] = mx.nd.array([1, 0])
+    np.testing.assert_array_equal(exe.forward()[0].asnumpy(), np.ones((2, 3)))
