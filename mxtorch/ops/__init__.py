@@ -7,4 +7,5 @@ from . import rnn, custom  # noqa: F401
 from . import linalg  # noqa: F401
 from . import optimizer_ops  # noqa: F401
 from . import legacy  # noqa: F401
+from . import detection, contrib  # noqa: F401  (mx.contrib operators)
 from . import sparse  # noqa: F401  (storage-type rules over the ops above)
