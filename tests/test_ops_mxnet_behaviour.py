@@ -116,3 +116,16 @@ def test_executor_defers_a_compute_failure_to_the_wait():
         outs[0].asnumpy()
     exe.arg_dict['indices'][:] = mx.nd.array([1, 0])
     np.testing.assert_array_equal(exe.forward()[0].asnumpy(), np.ones((2, 3)))
+
+
+def test_diag_offset_past_the_plane_is_an_error():
+    # MXNet 1.9.1 on a (3, 5) matrix: k=5 -> (0,), k=6 -> error; k=-3 -> (0,), k=-4 -> error
+    a = mx.nd.ones((3, 5))
+    assert mx.nd.diag(a, k=3).shape == (2,)
+    assert mx.nd.diag(a, k=-2).shape == (1,)
+    for k in (6, -4):
+        with pytest.raises(MXNetError):
+            mx.nd.diag(a, k=k)
+    with pytest.raises(MXNetError):
+        mx.nd.diag(mx.nd.ones((2, 3, 4)), k=4)
+    assert mx.nd.diag(mx.nd.ones((4,)), k=7).shape == (11, 11)

@@ -748,7 +748,8 @@ def _diag_shape(p, shape):
     a1, a2 = _diag_axes(p, len(shape))
     rows, cols = shape[a1], shape[a2]
     length = min(rows, cols - p.k) if p.k >= 0 else min(rows + p.k, cols)
-    return tuple(d for i, d in enumerate(shape) if i not in (a1, a2)) + (max(length, 0),)
+    require(length >= 0, 'diag: k=%d is out of range for a (%d, %d) plane', p.k, rows, cols)
+    return tuple(d for i, d in enumerate(shape) if i not in (a1, a2)) + (length,)
 
 
 def _diag(p, data):
