@@ -150,11 +150,11 @@ def test_profiler_records_executor_and_user_ranges(tmp_path, clean_profiler):
     table = profiler.dumps()
     assert table.startswith('\nProfile Statistics:\n')
     assert re.search(r'^operator\n=+\nName +Total Count +Time \(ms\)', table, re.M)
-    assert re.search(r'^aten::addmm +1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$', table, re.M)
+    assert not re.search(r'^aten::', table, re.M)       # torch's own operators: trace only
     assert re.search(r'^FullyConnected +1 +[0-9.]+ ', table, re.M)
     assert re.search(r'^mydomain\n=+\n(.*\n){2}mytask +1 ', table, re.M)
     stats = json.loads(profiler.dumps(format='json', reset=True))['Time']
-    assert stats['operator']['aten::addmm']['Count'] == 1
+    assert stats['operator']['FullyConnected']['Count'] == 1
     assert stats['event']['myevent']['Count'] == 1
     assert profiler.dumps() == ''                 # reset cleared the statistics...
     profiler.dump()                               # ...not the trace

@@ -7,6 +7,8 @@
 * every operator function (`mx.nd.<op>`) and NDArray method runs the registered operator's
   forward (ops/), the same code the symbolic executor runs.
 """
+from contextlib import nullcontext
+
 import numpy as np
 import torch
 import torch.utils.dlpack
@@ -14,7 +16,7 @@ import torch.utils.dlpack
 from ..base import (MXNetError, default_dtype, dtype_type, np_dtype, torch_dtype, integer_types,
                     numeric_types)
 from ..context import Context, current_context, context_of
-from .. import engine
+from .. import engine, profiler
 from ..ops.params import Params
 from ..ops.registry import get_op
 
@@ -507,7 +509,7 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
     # an input (or, for a random operator, the device's generator) carries an error not raised
     failure = engine.failure_of(tensors, ctx.torch_device if op.random else None)
     try:
-        with torch.set_grad_enabled(_recording()):
+        with torch.set_grad_enabled(_recording()), _profiled(op.name):
             result = op.forward(p, *tensors, **kwargs)
     except MXNetError:
         raise

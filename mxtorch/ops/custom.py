@@ -9,6 +9,7 @@ need_top_grad=False (a loss) needs no head gradient: backward gets ones.
 """
 import torch
 
+from .. import profiler
 from ..base import MXNetError, np_dtype, torch_dtype
 from .params import Param
 from .registry import OpDef, register
@@ -110,15 +111,16 @@ def _wrap(tensor):
 
 class _CustomFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, op, is_train, n_args, out_specs, *tensors):
+    def forward(ctx, op, op_type, is_train, n_args, out_specs, *tensors):
         in_data = [_wrap(t.detach()) for t in tensors[:n_args]]
         aux = [_wrap(t.detach()) for t in tensors[n_args:]]
         device = tensors[0].device if tensors else torch.device('cpu')
         out_data = [_wrap(torch.zeros(shape, dtype=dtype, device=device))
                     for shape, dtype in out_specs]
-        op.forward(is_train=is_train, req=['write'] * len(out_data), in_data=in_data,
-                   out_data=out_data, aux=aux)
-        ctx.op, ctx.n_args = op, n_args
+        with profiler.custom_operator(op_type):
+            op.forward(is_train=is_train, req=['write'] * len(out_data), in_data=in_data,
+                       out_data=out_data, aux=aux)
+        ctx.op, ctx.op_type, ctx.n_args = op, op_type, n_args
         ctx.in_data, ctx.out_data, ctx.aux = in_data, out_data, aux
         return tuple(o._tensor.clone() for o in out_data)
 
@@ -128,10 +130,11 @@ class _CustomFunction(torch.autograd.Function):
         out_grad = [_wrap(g.contiguous() if g is not None else torch.zeros_like(o._tensor))
                     for g, o in zip(grads, ctx.out_data)]
         in_grad = [_wrap(torch.zeros_like(x._tensor)) for x in in_data]
-        req = ['write' if ctx.needs_input_grad[4 + i] else 'null' for i in range(ctx.n_args)]
-        ctx.op.backward(req=req, out_grad=out_grad, in_data=in_data, out_data=ctx.out_data,
-                        in_grad=in_grad, aux=ctx.aux)
-        return ((None, None, None, None) + tuple(g._tensor for g in in_grad) +
+        req = ['write' if ctx.needs_input_grad[5 + i] else 'null' for i in range(ctx.n_args)]
+        with profiler.custom_operator(ctx.op_type, backward=True):
+            ctx.op.backward(req=req, out_grad=out_grad, in_data=in_data, out_data=ctx.out_data,
+                            in_grad=in_grad, aux=ctx.aux)
+        return ((None,) * 5 + tuple(g._tensor for g in in_grad) +
                 (None,) * len(ctx.aux))
 
 
@@ -156,7 +159,7 @@ def _custom_forward(p, *tensors, train=False):
         op = prop.create_operator(cpu(), in_shapes, in_types)
         if len(_OP_CACHE) < 1024:
             _OP_CACHE[key] = op
-    outs = _CustomFunction.apply(op, bool(train), n_args, out_specs, *tensors)
+    outs = _CustomFunction.apply(op, p.op_type, bool(train), n_args, out_specs, *tensors)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
