@@ -129,3 +129,20 @@ def test_diag_offset_past_the_plane_is_an_error():
     with pytest.raises(MXNetError):
         mx.nd.diag(mx.nd.ones((2, 3, 4)), k=4)
     assert mx.nd.diag(mx.nd.ones((4,)), k=7).shape == (11, 11)
+
+
+SPD = np.array([[9., 3., -6., 12.], [3., 26., -7., -11.], [-6., -7., 9., 7.],
+                [12., -11., 7., 65.]])
+# MXNet 1.9.1: linalg.potrf(SPD) (lower) -- potrf(SPD, lower=False) is its transpose
+SPD_LOWER = np.array([[3., 0, 0, 0], [1, 5, 0, 0], [-2, -1, 2, 0], [4, -3, 6, 2]])
+
+
+def test_potrf_potri_lower_and_upper():
+    a = mx.nd.array(SPD, dtype='float64')
+    np.testing.assert_allclose(mx.nd.linalg.potrf(a).asnumpy(), SPD_LOWER)
+    upper = mx.nd.linalg.potrf(a, lower=False)
+    np.testing.assert_allclose(upper.asnumpy(), SPD_LOWER.T)
+    np.testing.assert_allclose(mx.nd.linalg.potri(upper, lower=False).asnumpy() @ SPD, np.eye(4),
+                               atol=1e-10)
+    np.testing.assert_allclose(mx.nd.linalg.potri(mx.nd.linalg.potrf(a)).asnumpy() @ SPD,
+                               np.eye(4), atol=1e-10)

@@ -216,9 +216,9 @@ def _same_square(name, p, a):
 
 
 def _potrf(p, a):
-    """The lower Cholesky factor L of symmetric positive definite A = L L^T (reads A's lower
-    triangle)."""
-    factor, info = torch.linalg.cholesky_ex(a)
+    """The Cholesky factor of symmetric positive definite A: lower L with A = L L^T (reading A's
+    lower triangle), or with lower=False upper U with A = U^T U (reading the upper one)."""
+    factor, info = torch.linalg.cholesky_ex(a, upper=not p.lower)
     if a.device.type != 'meta' and bool((info != 0).any()):
         raise MXNetError('_linalg_potrf: the Cholesky factorization failed: the input matrix '
                          'is not symmetric positive definite')
@@ -226,21 +226,26 @@ def _potrf(p, a):
 
 
 def _potri(p, a):
-    """(L L^T)^-1 from a lower Cholesky factor L (A's lower triangle): the inverse of the matrix
-    potrf factored."""
-    lower = torch.tril(a)
+    """(L L^T)^-1 from a lower Cholesky factor L (A's lower triangle), or with lower=False
+    (U^T U)^-1 from an upper one: the inverse of the matrix potrf factored."""
+    tri = torch.tril(a) if p.lower else torch.triu(a)
     if a.device.type != 'meta':
-        diag = torch.diagonal(lower, 0, -2, -1)
+        diag = torch.diagonal(tri, 0, -2, -1)
         if bool((diag == 0).any()):
             raise MXNetError('_linalg_potri: the input is not a Cholesky factor (a zero on the '
                              'diagonal)')
     eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(a.shape)
-    inv_lower = torch.linalg.solve_triangular(lower, eye, upper=False)
-    return inv_lower.transpose(-1, -2) @ inv_lower
+    inv = torch.linalg.solve_triangular(tri, eye, upper=not p.lower)
+    if p.lower:
+        return inv.transpose(-1, -2) @ inv
+    return inv @ inv.transpose(-1, -2)
 
 
-_linalg_op('potrf', _potrf, _named('_linalg_potrf', _same_square), same_as={0: 0})
-_linalg_op('potri', _potri, _named('_linalg_potri', _same_square), same_as={0: 0})
+_CHOLESKY_PARAMS = {'lower': Bool(True)}
+_linalg_op('potrf', _potrf, _named('_linalg_potrf', _same_square), same_as={0: 0},
+           params=_CHOLESKY_PARAMS)
+_linalg_op('potri', _potri, _named('_linalg_potri', _same_square), same_as={0: 0},
+           params=_CHOLESKY_PARAMS)
 
 
 # ---------------------------------------------------------------------------------------------
