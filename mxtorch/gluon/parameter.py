@@ -264,12 +264,22 @@ class Parameter:
             assert self._deferred_init, "Parameter '%s' has not been initialized" % self.name
             self._deferred_init = self._deferred_init[:3] + (data,)
             return
-        trainer = self._trainer() if self._trainer else None
+        trainer = self._trainer
         if trainer is not None and trainer._kv_initialized and trainer._update_on_kvstore:
             if self not in trainer._params_to_init:
                 trainer._reset_kvstore()
         for arr in self._check_and_get(self._data, list):
             arr[:] = data
+
+    def _set_trainer(self, trainer):
+        """Record the Trainer updating this Parameter (None: none); a sparse Parameter takes
+        only one."""
+        if self._stype != 'default' and self._trainer and trainer and \
+                self._trainer is not trainer:
+            raise RuntimeError("Failed to set the trainer for Parameter '%s' because it was "
+                               'already set. More than one trainers for a %s Parameter is not '
+                               'supported.' % (self.name, self._stype))
+        self._trainer = trainer
 
     def row_sparse_data(self, row_id):
         raise MXNetError("Cannot return a copy of Parameter %s via row_sparse_data() because "

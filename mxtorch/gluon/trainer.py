@@ -1,7 +1,5 @@
 """mx.gluon.Trainer: applies an mx.optimizer to Parameters, aggregating gradients over their
 contexts through an mx.kvstore (none for one device, as MXNet)."""
-import weakref
-
 from .. import optimizer as opt
 from ..model import _create_kvstore
 from .parameter import Parameter, ParameterDict
@@ -30,7 +28,7 @@ class Trainer:
                                  % param.name)
             self._param2idx[param.name] = i
             self._params.append(param)
-            param._trainer = weakref.ref(self)
+            param._set_trainer(self)
         self._compression_params = compression_params
         self._contexts = self._check_contexts()
         self._init_optimizer(optimizer, optimizer_params or {})
@@ -110,15 +108,13 @@ class Trainer:
         assert self._kv_initialized, 'Cannot initialize parameters in KVStore when KVStore ' \
                                      'is not initialized.'
         waiting = []
-        for param in self._params_to_init:
-            if param._deferred_init:
-                waiting.append(param)
-                continue
-            if self._kvstore is not None:
+        if self._kvstore:
+            for param in self._params_to_init:
+                if param._deferred_init:
+                    waiting.append(param)
+                    continue
                 arrays = param.list_data()
-                idx = self._param2idx[param.name]
-                self._kvstore.init(idx, arrays[0])
-                self._kvstore.pull(idx, arrays, priority=-idx)
+                self._kvstore.broadcast(self._param2idx[param.name], arrays[0], arrays)
         self._params_to_init = waiting
 
     @property

@@ -60,3 +60,46 @@ class KVStoreBase:
                              previous.__name__), stacklevel=2)
         KVStoreBase.kv_registry[name] = klass
         return klass
+
+
+@KVStoreBase.register
+class TestStore(KVStoreBase):
+    """A store in plain Python for tests (`mx.kv.create('teststore')`): one process, sums over
+    devices, no optimizer on the store."""
+
+    def broadcast(self, key, value, out, priority=0):
+        for o in out if isinstance(out, (list, tuple)) else [out]:
+            o[:] = value
+
+    def pushpull(self, key, value, out=None, priority=0):
+        values = value if isinstance(value, (list, tuple)) else [value]
+        total = values[0].copy()
+        for v in values[1:]:
+            total += v.as_in_context(total.context)
+        targets = values if out is None else (out if isinstance(out, (list, tuple)) else [out])
+        for o in targets:
+            o[:] = total.as_in_context(o.context)
+
+    def set_optimizer(self, optimizer):
+        raise NotImplementedError('TestStore does not apply optimizers')
+
+    def is_capable(self, capability):
+        return capability.lower() != KVStoreBase.OPTIMIZER
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        raise NotImplementedError('TestStore keeps no optimizer states')
+
+    def load_optimizer_states(self, fname):
+        raise NotImplementedError('TestStore keeps no optimizer states')
+
+    @property
+    def type(self):
+        return 'teststore'
+
+    @property
+    def rank(self):
+        return 0
+
+    @property
+    def num_workers(self):
+        return 1
