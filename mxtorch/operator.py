@@ -13,6 +13,8 @@
 The op's arrays are NDArrays; forward/backward run inside a torch.autograd.Function
 (ops/custom.py), so they take part in executors and mx.autograd alike.
 """
+import collections
+
 from .base import MXNetError
 from .ops import custom as _custom
 
@@ -105,5 +107,31 @@ def register(reg_name):
 
 
 def get_all_registered_operators():
-    """Names of the registered Python operators (mxtorch lists only Custom ones)."""
-    return sorted(_custom.PROPS)
+    """Names (and aliases) of every registered operator, as MXNet's operator registry lists them
+    (Python operators run through the one 'Custom' operator)."""
+    from .ops.registry import all_ops
+    return sorted(all_ops())
+
+
+OperatorArguments = collections.namedtuple('OperatorArguments', ['narg', 'names', 'types'])
+
+
+def get_operator_arguments(op_name):
+    """An operator's arguments: its array inputs ('NDArray-or-Symbol'), then its parameters with
+    MXNet's type strings."""
+    from .ops.params import Params
+    from .ops.registry import get_op
+    op = get_op(op_name)
+    if op.variadic:
+        names, types = ['args'], ['NDArray-or-Symbol[]']
+    else:
+        defaults = Params({k: (None if v.required else v.default) for k, v in op.params.items()})
+        try:
+            names = op.input_names(defaults)
+        except Exception:       # noqa: BLE001  (inputs that need a required parameter's value)
+            names = []
+        types = ['NDArray-or-Symbol'] * len(names)
+    params = [k for k in op.params if k != op.variadic]
+    names = list(names) + params
+    types = types + [op.params[k].type_string() for k in params]
+    return OperatorArguments(len(names), names, types)

@@ -146,3 +146,20 @@ def test_potrf_potri_lower_and_upper():
                                atol=1e-10)
     np.testing.assert_allclose(mx.nd.linalg.potri(mx.nd.linalg.potrf(a)).asnumpy() @ SPD,
                                np.eye(4), atol=1e-10)
+
+
+def test_operator_arguments_as_mxnet_documents_them():
+    from mxtorch.operator import get_all_registered_operators, get_operator_arguments
+    ops = get_all_registered_operators()
+    assert 'Activation' in ops and 'broadcast_plus' in ops and ops == sorted(ops)
+    # MXNet 1.9.1's answers
+    args = get_operator_arguments('Activation')
+    assert args.narg == 2 and args.names == ['data', 'act_type']
+    assert args.types == ['NDArray-or-Symbol',
+                          "{'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}, required"]
+    args = get_operator_arguments('Dropout')
+    assert args.types[:4] == ['NDArray-or-Symbol', 'float, optional, default=0.5',
+                              "{'always', 'training'},optional, default='training'",
+                              'Shape(tuple), optional, default=[]']
+    assert get_operator_arguments('add_n') == (1, ['args'], ['NDArray-or-Symbol[]'])
+    assert get_operator_arguments('broadcast_add').names == ['lhs', 'rhs']

@@ -63,6 +63,21 @@ class Param(abc.ABC):
         d = '' if self.required else ', default=%s' % (self.default,)
         return '%s%s%s' % (self.kind, ', optional' if self.optional else '', d)
 
+    def type_string(self):
+        """The parameter's type as MXNet's operator documentation writes it
+        ('int, required', 'boolean, optional, default=0', ...)."""
+        if self.required:
+            return '%s, required' % self.kind
+        kind = self.kind + (' or None' if self.default is None else '')
+        return '%s, optional, default=%s' % (kind, self._default_string())
+
+    def _default_string(self):
+        if isinstance(self.default, bool):
+            return str(int(self.default))
+        if isinstance(self.default, (tuple, list)):
+            return '[%s]' % ','.join(str(v) for v in self.default)
+        return str(self.default)
+
 
 def _as_literal(text):
     text = text.strip()
@@ -162,6 +177,14 @@ class Enum(Param):
     def describe(self):
         return '{%s}%s' % (', '.join(self.choices), super().describe()[len(self.kind):])
 
+    def type_string(self):
+        choices = ', '.join(repr(c) for c in sorted(self.choices))
+        if self.required:
+            return '{%s}, required' % choices
+        if self.optional:
+            choices = 'None, ' + choices
+        return "{%s},optional, default='%s'" % (choices, self.default)
+
 
 class DType(Enum):
     """A dtype name; NumPy types and dtypes are normalised to their names ('float16')."""
@@ -182,6 +205,9 @@ class DType(Enum):
 
 class Str(Param):
     kind = 'string'
+
+    def _default_string(self):
+        return repr(str(self.default)) if self.default is not None else 'None'
 
     def _parse(self, value):
         return str(value)
