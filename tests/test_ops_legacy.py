@@ -245,17 +245,18 @@ def test_numeric_gradient(op, inputs, params):
 # ---------------------------------------------------------------------------------------------
 # cast_storage, fill_element_0index, errors
 # ---------------------------------------------------------------------------------------------
-def test_cast_storage_default_copies_and_sparse_raises():
+def test_cast_storage_default_copies_and_sparse_casts():
     x = mx.nd.array(np.random.randn(3, 4))
     y = mx.nd.cast_storage(x, stype='default')
     np.testing.assert_array_equal(y.asnumpy(), x.asnumpy())
     y[:] = 0
     assert x.asnumpy().any()
     for stype in ('csr', 'row_sparse'):
-        with pytest.raises(MXNetError, match='dense arrays only'):
-            mx.nd.cast_storage(x, stype=stype)
-        with pytest.raises(MXNetError, match='dense arrays only'):
-            mx.sym.cast_storage(mx.sym.var('x'), stype=stype).infer_shape(x=(3, 4))
+        z = mx.nd.cast_storage(x, stype=stype)
+        assert z.stype == stype
+        np.testing.assert_array_equal(z.asnumpy(), x.asnumpy())
+        shapes = mx.sym.cast_storage(mx.sym.var('x'), stype=stype).infer_shape(x=(3, 4))
+        assert shapes[1] == [(3, 4)]
 
 
 def test_fill_element_0index_symbol():
