@@ -657,7 +657,9 @@ class SymbolBlock(HybridBlock):
         arg_types, aux_types = {}, {}
         in_types = {}
         for s in syms:
-            known = s.infer_type()[0]
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                known = s.infer_type()[0]
             if not known or known[0] is None:
                 in_types = None
                 break
