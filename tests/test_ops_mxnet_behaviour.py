@@ -163,3 +163,15 @@ def test_operator_arguments_as_mxnet_documents_them():
                               'Shape(tuple), optional, default=[]']
     assert get_operator_arguments('add_n') == (1, ['args'], ['NDArray-or-Symbol[]'])
     assert get_operator_arguments('broadcast_add').names == ['lhs', 'rhs']
+
+
+def test_integer_arange_counts_in_integer_steps():
+    # MXNet 1.9.1: arange(-2.5, 10, 1.7, dtype=int32) -> [-2 -1 0 1 2 3 4 5]; (0.5, 5, 0.5) -> 9 zeros
+    for make in (mx.nd.arange, lambda *a, **k: mx.sym.arange(*a, **k).eval()[0]):
+        np.testing.assert_array_equal(make(-2.5, 10, 1.7, dtype='int32').asnumpy(),
+                                      [-2, -1, 0, 1, 2, 3, 4, 5])
+        np.testing.assert_array_equal(make(1.3, 20, 2.6, dtype='int64').asnumpy(),
+                                      [1, 3, 5, 7, 9, 11, 13, 15])
+        np.testing.assert_array_equal(make(0.5, 5, 0.5, dtype='int32').asnumpy(), np.zeros(9))
+        np.testing.assert_allclose(make(0.5, 2, 0.5, repeat=2).asnumpy(),
+                                   [0.5, 0.5, 1, 1, 1.5, 1.5])

@@ -751,11 +751,8 @@ def full(shape, val, ctx=None, dtype=None, out=None):
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, ctx=None, dtype=None):
     """Evenly spaced values in [start, stop), each repeated `repeat` times."""
     ctx = ctx or current_context()
-    if stop is None:
-        start, stop = 0, start
-    values = np.arange(start, stop, step, dtype=np.float64)
-    if repeat != 1:
-        values = np.repeat(values, int(repeat))
+    from ..ops.tensor import arange_values
+    values = arange_values(start, stop, step, repeat, np_dtype(dtype or default_dtype))
     return array(values, ctx=ctx, dtype=dtype or default_dtype)
 
 

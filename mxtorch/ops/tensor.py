@@ -195,12 +195,20 @@ for _name, _fn, _extra in (('_zeros', _zeros, {}), ('_ones', _ones, {}),
                    infer_shape=_shape_param_rule, infer_type=_dtype_param_rule))
 
 
-def _arange_values(p):
-    start, stop = (0.0, p.start) if p.stop is None else (p.start, p.stop)
-    values = np.arange(start, stop, p.step, dtype=np.float64)
-    if p.repeat != 1:
-        values = np.repeat(values, p.repeat)
+def arange_values(start, stop, step, repeat, dtype):
+    """arange's values (NumPy, before the cast to dtype): as many as [start, stop) holds in
+    steps of `step`; an integer dtype counts from int(start) in steps of int(step), as MXNet."""
+    start, stop = (0.0, start) if stop is None else (start, stop)
+    values = np.arange(start, stop, step, dtype=np.float64)
+    if np.dtype(dtype).kind in 'iu':
+        values = int(start) + np.arange(len(values), dtype=np.int64) * int(step)
+    if repeat != 1:
+        values = np.repeat(values, int(repeat))
     return values
+
+
+def _arange_values(p):
+    return arange_values(p.start, p.stop, p.step, p.repeat, p.dtype)
 
 
 def _arange(p, device, out_shape):
