@@ -175,3 +175,12 @@ def test_integer_arange_counts_in_integer_steps():
         np.testing.assert_array_equal(make(0.5, 5, 0.5, dtype='int32').asnumpy(), np.zeros(9))
         np.testing.assert_allclose(make(0.5, 2, 0.5, repeat=2).asnumpy(),
                                    [0.5, 0.5, 1, 1, 1.5, 1.5])
+
+
+def test_gather_nd_index_out_of_range_is_index_error():
+    data = mx.nd.array([[0, 1, 2], [3, 4, 5]])
+    for idx in ([[0, 1, 0], [0, 1, 3]], [[0, 1, 0], [0, 1, -5]]):
+        with pytest.raises(IndexError):
+            mx.nd.gather_nd(data, mx.nd.array(idx)).asnumpy()
+    np.testing.assert_array_equal(mx.nd.gather_nd(data, mx.nd.array([[1, 0], [2, -1]])).asnumpy(),
+                                  [5, 2])

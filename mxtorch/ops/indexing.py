@@ -21,7 +21,7 @@ def _fit_index(index, size, mode):
     return index.clamp(0, size - 1)
 
 
-def _require_in_range(op_name, index, size, allow_negative):
+def _require_in_range(op_name, index, size, allow_negative, error=MXNetError):
     """MXNetError unless every index addresses an element of an axis of `size` (a number, or a
     tensor broadcasting against index); negative ones count from the end where allowed. Values
     of meta tensors (shape inference) are unknown and not checked."""
@@ -30,8 +30,8 @@ def _require_in_range(op_name, index, size, allow_negative):
     sizes = torch.as_tensor(size, device=index.device).expand(index.shape)
     bad = (index >= sizes) | (index < (-sizes if allow_negative else 0))
     if bool(bad.any()):
-        raise MXNetError('%s: index %d is out of bounds for an axis of size %d'
-                         % (op_name, int(index[bad][0]), int(sizes[bad][0])))
+        raise error('%s: index %d is out of bounds for an axis of size %d'
+                    % (op_name, int(index[bad][0]), int(sizes[bad][0])))
 
 
 def _data_and_index_type(p, ins, outs):
@@ -151,7 +151,7 @@ register(OpDef('batch_take', _batch_take, inputs=('a', 'indices'),
 # ---------------------------------------------------------------------------------------------
 # gather_nd, scatter_nd: indices (M, Y...) address the first M axes of the data
 # ---------------------------------------------------------------------------------------------
-def _positions_nd(op_name, indices, shape):
+def _positions_nd(op_name, indices, shape, error=MXNetError):
     """The M index tensors of `indices` (M, Y...) into `shape`; negative ones count from the end."""
     indices = indices.long()
     m = indices.shape[0]
@@ -160,13 +160,14 @@ def _positions_nd(op_name, indices, shape):
                          % (op_name, m, len(shape)))
     sizes = torch.tensor(shape[:m], device=indices.device)
     _require_in_range(op_name, indices, sizes.reshape((m,) + (1,) * (indices.dim() - 1)),
-                      allow_negative=True)
+                      allow_negative=True, error=error)
     return tuple(indices)
 
 
 def _gather_nd(p, data, indices):
-    """out[y...] = data[indices[0, y...], ..., indices[M-1, y...]]: shape Y... + data[M:]."""
-    return data[_positions_nd('gather_nd', indices, data.shape)]
+    """out[y...] = data[indices[0, y...], ..., indices[M-1, y...]]: shape Y... + data[M:]
+    (an index out of range is an IndexError, as MXNet's)."""
+    return data[_positions_nd('gather_nd', indices, data.shape, IndexError)]
 
 
 def _scatter_nd(p, data, indices):
