@@ -9,6 +9,7 @@ on the very tensors of the inputs and Parameters, so gradients reach the Paramet
 mx.autograd.record() exactly as in the imperative run.
 """
 from collections import OrderedDict, defaultdict
+import json
 import re
 import threading
 import warnings
@@ -238,6 +239,62 @@ class Block:
     def load_params(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
         warnings.warn('load_params is deprecated. Please use load_parameters.')
         self.load_parameters(filename, ctx, allow_missing, ignore_extra)
+
+    def save(self, prefix):
+        """Write `prefix-model.json` (the block tree: each block's name, its children's keys,
+        and a hybridized block's traced graph) and `prefix-model.params`; `load` restores both
+        into a block built the same way."""
+        model = {}
+        counter = [0]
+
+        def describe(blk, parent):
+            entry = {'orig_name': blk.name}
+            parent[type(blk).__name__.lower() + str(counter[0])] = entry
+            if isinstance(blk, HybridBlock):
+                entry['hybridized'] = bool(blk._cached_graph)
+                if blk._cached_graph:
+                    inputs, out = blk._cached_graph
+                    entry.update(in_format=blk._in_format, out_format=blk._out_format,
+                                 inputs=[s.tojson() for s in inputs], symbol=out.tojson())
+            entry['children'] = {}
+            for key, child in blk._children.items():
+                counter[0] += 1
+                entry['children'][child.name] = key
+                describe(child, entry)
+        describe(self, model)
+        with open(prefix + '-model.json', 'w') as f:
+            json.dump(model, f)
+        self.save_parameters(prefix + '-model.params')
+
+    def load(self, prefix):
+        """Restore what `save(prefix)` wrote into this block (built as the saved one was):
+        block and parameter names, children's keys, traced graphs, then the parameters."""
+        with open(prefix + '-model.json') as f:
+            model = json.load(f)
+        counter = [0]
+
+        def restore(blk, parent):
+            entry = parent[type(blk).__name__.lower() + str(counter[0])]
+            blk._name = entry['orig_name']
+            if isinstance(blk, HybridBlock) and entry.get('hybridized'):
+                blk._in_format = entry['in_format']
+                blk._out_format = entry['out_format']
+                blk._cached_graph = ([symbol.load_json(s) for s in entry['inputs']],
+                                     symbol.load_json(entry['symbol']))
+                blk._cached = None
+                blk._active = True
+            params = blk.params._params
+            for key in list(params):
+                params[blk.name + '_' + key[len(blk.params.prefix):]] = params.pop(key)
+            for child in blk._children.values():
+                counter[0] += 1
+                restore(child, entry)
+            renamed = OrderedDict((entry['children'][child.name], child)
+                                  for child in blk._children.values())
+            blk._children.clear()
+            blk._children.update(renamed)
+        restore(self, model)
+        self.load_parameters(prefix + '-model.params')
 
     def register_child(self, block, name=None):
         """Register `block` as a child (named by its position when `name` is None)."""
@@ -489,8 +546,9 @@ class HybridBlock(Block):
 
     # ---- hybridized run --------------------------------------------------------------------------
     def _graph_params(self):
-        """name -> Parameter of the traced graph's parameters."""
-        return {p.name: p for p in self.collect_params().values()}
+        """name -> Parameter of the traced graph's parameters (by their keys in
+        collect_params(), which Block.load renames to the saved graph's names)."""
+        return dict(self.collect_params().items())
 
     def _call_cached_op(self, *args):
         if self._cached is None:

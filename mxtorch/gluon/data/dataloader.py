@@ -42,12 +42,13 @@ class DataLoader:
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
                  batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False,
                  pin_device_id=0, prefetch=None, thread_pool=False, timeout=120,
-                 try_nopython=None):
+                 try_nopython=None, auto_reload=False):
         self._dataset = dataset
         self._pin_memory = pin_memory
         self._pin_device_id = pin_device_id
         self._thread_pool = thread_pool
         self._timeout = timeout
+        self.auto_reload = auto_reload      # batches are made on iteration either way
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError('batch_size must be specified unless batch_sampler is '
