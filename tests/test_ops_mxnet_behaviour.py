@@ -184,3 +184,15 @@ def test_gather_nd_index_out_of_range_is_index_error():
             mx.nd.gather_nd(data, mx.nd.array(idx)).asnumpy()
     np.testing.assert_array_equal(mx.nd.gather_nd(data, mx.nd.array([[1, 0], [2, -1]])).asnumpy(),
                                   [5, 2])
+
+
+def test_unknown_dims_inferred_backwards():
+    # ones(shape=[-1, -1]): -1 dims are unknown, filled from the consumer (as MXNet)
+    b = mx.sym.ones(shape=[2, 3]) + mx.sym.transpose(mx.sym.ones(shape=[-1, -1]))
+    assert b.bind(mx.cpu(), args={}).forward()[0].shape == (2, 3)
+    b = mx.sym.ones(shape=[2, -1]) + mx.sym.transpose(mx.sym.ones(shape=[3, -1]))
+    assert b.bind(mx.cpu(), args={}).forward()[0].shape == (2, 3)
+    # Reshape: one unknown input dim follows from a known output
+    net = mx.sym.elemwise_add(mx.sym.var('data').reshape((0, -1)), mx.sym.ones(shape=(2, 75)))
+    ins, outs, _ = net.infer_shape(data=(2, 0, 5, 5))
+    assert ins[0] == (2, 3, 5, 5) and outs[0] == (2, 75)

@@ -110,9 +110,14 @@ def _reshape(p, data):
 
 
 def _reshape_shape(p, ins, outs):
-    if not known(ins[0]):
+    data, out = ins[0], outs[0]
+    if data is not None and not known(data) and known(out) and list(data).count(0) == 1:
+        rest = prod(d for d in data if d)      # one unknown input dim: the output's size fixes it
+        if rest and prod(out) % rest == 0:
+            data = tuple(d if d else prod(out) // rest for d in data)
+    if not known(data):
         return ins, outs
-    return ins, [merge(outs[0], _reshape_out(p, ins[0]))]
+    return [data], [merge(out, _reshape_out(p, data))]
 
 
 register(OpDef('Reshape', _reshape,
@@ -180,7 +185,8 @@ def _full(p, device, out_shape):
 
 
 def _shape_param_rule(p, ins, outs):
-    return ins, [merge(outs[0], tuple(p.shape))]
+    """The `shape` parameter; a 0 or -1 dim is unknown, filled from the consumers."""
+    return ins, [merge(outs[0], tuple(max(d, 0) for d in p.shape))]
 
 
 def _dtype_param_rule(p, ins, outs):
