@@ -4,7 +4,7 @@ import math
 import torch
 
 from ..base import np_dtype, torch_dtype
-from .params import DType, Float, Int, Shape, Bool
+from .params import DType, Float, Int, Shape, Bool, Str
 from .registry import OpDef, canonical_ops, register
 from .shapes import known, merge, same_shape
 
@@ -49,17 +49,18 @@ def _created_type(name):
 
 register(OpDef('_random_uniform', _uniform, inputs=(), creation=True,
                params={'low': Float(0.0), 'high': Float(1.0), 'shape': Shape(None),
-                       'dtype': DType('None', choices=_FLOATS)},
+                       'dtype': DType('None', choices=_FLOATS), 'ctx': Str('')},
                infer_shape=_created_shape, infer_type=_created_type('float32'),
                aliases=('random_uniform', 'uniform')))
 register(OpDef('_random_normal', _normal, inputs=(), creation=True,
                params={'loc': Float(0.0), 'scale': Float(1.0), 'shape': Shape(None),
-                       'dtype': DType('None', choices=_FLOATS)},
+                       'dtype': DType('None', choices=_FLOATS), 'ctx': Str('')},
                infer_shape=_created_shape, infer_type=_created_type('float32'),
                aliases=('random_normal', 'normal')))
 register(OpDef('_random_randint', _randint, inputs=(), creation=True,
                params={'low': Int(), 'high': Int(), 'shape': Shape(None),
-                       'dtype': DType('None', choices=('None', 'int32', 'int64'))},
+                       'dtype': DType('None', choices=('None', 'int32', 'int64')),
+                       'ctx': Str('')},
                infer_shape=_created_shape, infer_type=_created_type('int32'),
                aliases=('random_randint',)))
 
@@ -218,7 +219,8 @@ def _array_sample_type(p, ins, outs):
 for _dist, (_draw, _scalars) in _DISTRIBUTIONS.items():
     _names = tuple(n for n, _ in _scalars)
     _params = dict(_scalars)
-    _params.update({'shape': Shape(None), 'dtype': DType('None', choices=_FLOATS)})
+    _params.update({'shape': Shape(None), 'dtype': DType('None', choices=_FLOATS),
+                    'ctx': Str('')})
     register(OpDef('_random_' + _dist, _scalar_sampler(_draw, _names), inputs=(), creation=True,
                    params=_params, infer_shape=_created_shape,
                    infer_type=_created_type('float32'), aliases=('random_' + _dist,)))
