@@ -7,6 +7,7 @@ import pytest
 
 import mxtorch as mx
 from mxtorch.base import MXNetError
+from mxtorch.ops.registry import get_op
 from mxtorch.test_utils import check_numeric_gradient
 
 from conftest import OpCases
@@ -64,6 +65,12 @@ def test_symbol_forward_backward(index):
     aux = {'op_' + n: mx.nd.array(inputs[n]) for n in AUX.get(case['op'], [])}
     grads = {n: mx.nd.zeros(inputs[n].shape, dtype=inputs[n].dtype)
              for n in case['args'] if inputs[n].dtype.kind == 'f'}
+    differentiable = get_op(case['op']).differentiable
+    if grads and not differentiable:
+        # MXNet 1.9.1 registers no gradient for these: binding for one fails, as there
+        with pytest.raises(MXNetError, match='non-differentiable'):
+            sym.bind(mx.cpu(), args, args_grad=grads, aux_states=aux)
+        grads = {}
     exe = sym.bind(mx.cpu(), args, args_grad=grads,
                    grad_req={n: 'write' if n in grads else 'null' for n in case['args']},
                    aux_states=aux)
@@ -72,7 +79,7 @@ def test_symbol_forward_backward(index):
     assert len(outputs) == len(expected)
     for k, (got, want) in enumerate(zip(outputs, expected)):
         _assert_same(got.asnumpy(), want, 'output %d' % k)
-    if not case['backward']:
+    if not case['backward'] or not differentiable:
         return
     heads = None if case['loss'] else [mx.nd.array(h, dtype=h.dtype)
                                        for h in _listed(index, 'head')]
@@ -141,7 +148,6 @@ NUMERIC = [
     ('sort', {'axis': 0, 'is_ascend': False}, {'data': _distinct(3, 2)}),
     ('pick', {'axis': 1}, {'data': _distinct(3, 4), 'index': np.array([0, 3, 3], 'int32')}),
     ('take', {'axis': 1}, {'a': _distinct(2, 3), 'indices': np.array([2, 0, 2], 'int32')}),
-    ('batch_take', {}, {'a': _distinct(3, 2), 'indices': np.array([1, 0, 1], 'int32')}),
     ('gather_nd', {}, {'data': _distinct(2, 3),
                        'indices': np.array([[0, 1, 0], [2, 2, 2]], 'int32')}),
     ('scatter_nd', {'shape': (2, 3)}, {'data': _distinct(2),
