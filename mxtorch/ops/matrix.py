@@ -757,6 +757,7 @@ def _diag(p, data):
     planes, as a new last axis (a view)."""
     if data.dim() == 1:
         return torch.diag(data, p.k)
+    _diag_shape(p, tuple(data.shape))
     a1, a2 = _diag_axes(p, data.dim())
     return torch.diagonal(data, p.k, a1, a2)
 
