@@ -1,0 +1,188 @@
+"""Region-of-interest pooling by bilinear sampling (mx.contrib): ROIAlign (with position-
+sensitive and half-pixel `aligned` variants) and RROIAlign (rotated regions).
+
+A region's bin of a pooled_size grid averages grid_h x grid_w bilinear samples, grid =
+sample_ratio, or ceil(region size / pooled size) when sample_ratio <= 0. A sample more than one
+pixel outside the map is 0; otherwise it is clamped to the map. Regions whose batch index is
+negative give 0. Gradients reach the data only (MXNet gives the regions none).
+
+ROIAlign's samples form a product grid, so a bin's average is Ay @ data @ Ax^T with one
+(pooled_h x H) and one (pooled_w x W) weight matrix per region: two matmuls per image.
+"""
+import math
+
+import torch
+
+from .params import Bool, Float, Int, Shape
+from .registry import OpDef, register
+from .shapes import merge, require
+
+_CHUNK = 128          # regions per matmul: bounds the temporary (chunk, C, pooled_h, W)
+
+
+def _wide(x):
+    return x if x.dtype == torch.float64 else x.float()
+
+
+def _pooled(op, p):
+    size = tuple(p.pooled_size)
+    require(len(size) == 2 and all(s > 0 for s in size), '%s: pooled_size=%s must be two '
+            'positive sizes (height, width)', op, size)
+    return size
+
+
+def _grid(op, p, sample_ratio, size, pooled):
+    """Samples per bin along one axis, per region (a long tensor)."""
+    if sample_ratio > 0:
+        return torch.full_like(size, sample_ratio, dtype=torch.long)
+    return torch.ceil(size / pooled).long()
+
+
+def _axis_weights(start, bin_size, grid, pooled, length):
+    """(R, pooled, length) weights: entry [r, i, j] is the share of map row j in the average of
+    the samples of bin i of region r along one axis (divided by the grid size)."""
+    regions = start.shape[0]
+    most = max(int(grid.max()), 1) if regions else 1
+    bins = torch.arange(pooled, dtype=start.dtype, device=start.device)
+    steps = torch.arange(most, dtype=start.dtype, device=start.device)
+    g = grid.to(start.dtype).clamp(min=1)[:, None, None]
+    pos = start[:, None, None] + bins[None, :, None] * bin_size[:, None, None] + \
+        (steps[None, None, :] + 0.5) * bin_size[:, None, None] / g
+    used = (steps[None, None, :] < grid[:, None, None]) & (pos >= -1.0) & (pos <= length)
+    pos = pos.clamp(min=0)
+    low = pos.floor().long()
+    top = low >= length - 1
+    low = torch.where(top, torch.full_like(low, length - 1), low)
+    high = torch.where(top, low, low + 1)
+    pos = torch.where(top, low.to(pos.dtype), pos)
+    frac = pos - low.to(pos.dtype)
+    share = used.to(pos.dtype) / g
+    weights = torch.zeros(regions, pooled, length, dtype=start.dtype, device=start.device)
+    weights.scatter_add_(2, low.reshape(regions, pooled, -1), ((1 - frac) * share).reshape(
+        regions, pooled, -1))
+    weights.scatter_add_(2, high.reshape(regions, pooled, -1), (frac * share).reshape(
+        regions, pooled, -1))
+    return weights
+
+
+def _check_inputs(op, data, rois, columns):
+    require(data.dim() == 4, '%s: data must be 4-D (batch, channel, height, width), got shape '
+            '%s', op, tuple(data.shape))
+    require(rois.dim() == 2 and rois.shape[1] == columns, '%s: rois must be 2-D (regions, %d), '
+            'got shape %s', op, columns, tuple(rois.shape))
+
+
+def _roi_align(p, data, rois):
+    op = 'ROIAlign'
+    _check_inputs(op, data, rois, 5)
+    ph, pw = _pooled(op, p)
+    batch, channels, height, width = data.shape
+    if p.position_sensitive:
+        require(channels % (ph * pw) == 0, '%s: position_sensitive needs channels (%d) to be a '
+                'multiple of pooled_h * pooled_w = %d', op, channels, ph * pw)
+    with torch.no_grad():
+        r = _wide(rois.detach())
+        index = r[:, 0].long()
+        offset = 0.5 if p.aligned else 0.0
+        x1, y1 = r[:, 1] * p.spatial_scale - offset, r[:, 2] * p.spatial_scale - offset
+        roi_w, roi_h = r[:, 3] * p.spatial_scale - offset - x1, \
+            r[:, 4] * p.spatial_scale - offset - y1
+        if not p.aligned:
+            roi_w, roi_h = roi_w.clamp(min=1), roi_h.clamp(min=1)
+        ay = _axis_weights(y1, roi_h / ph, _grid(op, p, p.sample_ratio, roi_h, ph), ph, height)
+        ax = _axis_weights(x1, roi_w / pw, _grid(op, p, p.sample_ratio, roi_w, pw), pw, width)
+    x = _wide(data)
+    out = x.new_zeros((rois.shape[0], channels, ph, pw))
+    for b in range(batch):
+        chosen = (index == b).nonzero().flatten()
+        for start in range(0, chosen.numel(), _CHUNK):
+            sel = chosen[start:start + _CHUNK]
+            rows = torch.einsum('rph,chw->rcpw', ay[sel].to(x.dtype), x[b])
+            out = out.index_copy(0, sel, torch.einsum('rcpw,rqw->rcpq', rows,
+                                                      ax[sel].to(x.dtype)))
+    if p.position_sensitive:
+        out = out.reshape(rois.shape[0], channels // (ph * pw), ph * pw, ph * pw)
+        out = out.diagonal(dim1=2, dim2=3).reshape(rois.shape[0], -1, ph, pw)
+    return out.to(data.dtype)
+
+
+def _roi_shape(op, columns, channel_div):
+    def rule(p, ins, outs):
+        data, rois = ins
+        if rois is not None:
+            require(len(rois) == 2, '%s: rois must be 2-D (regions, %d)', op, columns)
+            rois = merge(rois, (0, columns))
+        if data is None or rois is None:
+            return [data, rois], outs
+        require(len(data) == 4, '%s: data must be 4-D (batch, channel, height, width)', op)
+        ph, pw = _pooled(op, p)
+        channels = data[1] // (ph * pw) if channel_div(p) else data[1]
+        return [data, rois], [merge(outs[0], (rois[0], channels, ph, pw))]
+    return rule
+
+
+register(OpDef('_contrib_ROIAlign', _roi_align,
+               params={'pooled_size': Shape(), 'spatial_scale': Float(), 'sample_ratio': Int(-1),
+                       'position_sensitive': Bool(False), 'aligned': Bool(False)},
+               inputs=('data', 'rois'),
+               infer_shape=_roi_shape('ROIAlign', 5, lambda p: p.position_sensitive)))
+
+
+# ---------------------------------------------------------------------------------------------
+# RROIAlign: regions (batch index, centre x, centre y, width, height, angle in degrees)
+# ---------------------------------------------------------------------------------------------
+def bilinear_gather(image, y, x):
+    """Samples of image (C, H, W) at float positions y, x (any equal shapes): (C, *y.shape).
+    Positions more than one pixel outside give 0; others are clamped to the map."""
+    channels, height, width = image.shape
+    valid = (y >= -1.0) & (y <= height) & (x >= -1.0) & (x <= width)
+    y, x = y.clamp(min=0), x.clamp(min=0)
+    y0, x0 = y.floor().long(), x.floor().long()
+    ytop, xtop = y0 >= height - 1, x0 >= width - 1
+    y0 = torch.where(ytop, torch.full_like(y0, height - 1), y0)
+    x0 = torch.where(xtop, torch.full_like(x0, width - 1), x0)
+    y1, x1 = torch.where(ytop, y0, y0 + 1), torch.where(xtop, x0, x0 + 1)
+    y = torch.where(ytop, y0.to(y.dtype), y)
+    x = torch.where(xtop, x0.to(x.dtype), x)
+    ly, lx = y - y0.to(y.dtype), x - x0.to(x.dtype)
+    flat = image.reshape(channels, -1)
+    out = 0
+    for yy, xx, w in ((y0, x0, (1 - ly) * (1 - lx)), (y0, x1, (1 - ly) * lx),
+                      (y1, x0, ly * (1 - lx)), (y1, x1, ly * lx)):
+        out = out + flat[:, (yy * width + xx).reshape(-1)].reshape((channels,) + y.shape) * \
+            (w * valid).to(image.dtype)
+    return out
+
+
+def _rroi_align(p, data, rois):
+    op = 'RROIAlign'
+    _check_inputs(op, data, rois, 6)
+    ph, pw = _pooled(op, p)
+    x = _wide(data)
+    out = []
+    r = _wide(rois.detach())
+    for k in range(rois.shape[0]):
+        b, cx, cy, w, h, angle = (float(v) for v in r[k])
+        if b < 0:
+            out.append(x.new_zeros((data.shape[1], ph, pw)))
+            continue
+        w, h = max(w * p.spatial_scale, 1.0), max(h * p.spatial_scale, 1.0)
+        gh = p.sampling_ratio if p.sampling_ratio > 0 else math.ceil(h / ph)
+        gw = p.sampling_ratio if p.sampling_ratio > 0 else math.ceil(w / pw)
+        ys = -h / 2 + (torch.arange(ph * gh, dtype=x.dtype) + 0.5) * (h / ph / gh)
+        xs = -w / 2 + (torch.arange(pw * gw, dtype=x.dtype) + 0.5) * (w / pw / gw)
+        yy, xx = torch.meshgrid(ys, xs, indexing='ij')
+        theta = math.radians(angle)
+        sy = yy * math.cos(theta) - xx * math.sin(theta) + cy * p.spatial_scale
+        sx = yy * math.sin(theta) + xx * math.cos(theta) + cx * p.spatial_scale
+        samples = bilinear_gather(x[int(b)], sy.to(x.device), sx.to(x.device))
+        out.append(samples.reshape(-1, ph, gh, pw, gw).mean(dim=(2, 4)))
+    if not out:
+        return data.new_zeros((0, data.shape[1], ph, pw))
+    return torch.stack(out).to(data.dtype)
+
+
+register(OpDef('_contrib_RROIAlign', _rroi_align,
+               params={'pooled_size': Shape(), 'spatial_scale': Float(),
+                       'sampling_ratio': Int(-1)},
+               inputs=('data', 'rois'), infer_shape=_roi_shape('RROIAlign', 6, lambda p: False)))
