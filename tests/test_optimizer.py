@@ -827,3 +827,43 @@ def test_states_pair_must_hold_an_optimizer():
     with pytest.raises(ValueError, match='dict index -> state'):
         updater.set_states(pickle.dumps([1, 2]))
     assert updater.states == {} and type(updater.optimizer) is optimizer.SGD
+
+
+# two updates with a row_sparse gradient holding rows 0 and 2 (MXNet 1.9.1, lr=0.1): the lazy
+# rules change only those rows of the weight and state
+_LAZY_EXPECTED = {
+    'adam': [[-0.9142184, -0.37145323, -0.62855905], [-0.05702487, 0.08600592, 0.6284495]],
+    'sgd': [[-0.8381429, -0.26591432, -0.9941857], [0.06647858, 0.24855715, 0.5028857]],
+    'ftrl': [[-0.2980875, -0.19279358, -0.4029827], [-0.00915794, 0.0071452, 0.14120018]],
+    'adagrad': [[-0.88499635, -0.4007179, -0.5992821], [-0.02785343, 0.11500429, 0.599282]],
+}
+
+
+@pytest.mark.parametrize('name,kwargs,w_stype', [
+    ('adam', {'wd': 0.1}, 'default'), ('sgd', {'wd': 0.1, 'momentum': 0.9}, 'default'),
+    ('ftrl', {'wd': 0.1}, 'row_sparse'), ('adagrad', {}, 'default')])
+def test_lazy_row_sparse_updates_match_mxnet(name, kwargs, w_stype):
+    w0 = (np.arange(12, dtype=np.float32).reshape(4, 3) - 5) / 7
+    grad = mx.nd.sparse.row_sparse_array(
+        (np.array([[0.5, -1, 2], [0.25, 0.1, -0.3]], dtype=np.float32), np.array([0, 2])),
+        shape=(4, 3))
+    opt = mx.optimizer.create(name, learning_rate=0.1, **kwargs)
+    weight = mx.nd.array(w0).tostype(w_stype)
+    state = opt.create_state_multi_precision(0, weight)
+    for _ in range(2):
+        opt.update_multi_precision(0, weight, grad, state)
+    got = weight.asnumpy()
+    np.testing.assert_allclose(got[[0, 2]], _LAZY_EXPECTED[name], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[[1, 3]], w0[[1, 3]])
+
+
+def test_lazy_update_off_and_sparse_adagrad_decay():
+    grad = mx.nd.sparse.row_sparse_array((np.ones((1, 2), dtype=np.float32), np.array([0])),
+                                         shape=(2, 2))
+    weight = mx.nd.ones((2, 2))
+    opt = mx.optimizer.Adam(learning_rate=0.1, wd=0.1, lazy_update=False)
+    opt.update(0, weight, grad, opt.create_state(0, weight))
+    assert (weight.asnumpy() != 1).all()          # the absent row decays too
+    opt = mx.optimizer.AdaGrad(learning_rate=0.1, wd=0.1)
+    with pytest.raises(mx.MXNetError, match='does not support weight decay'):
+        opt.update(0, weight, grad, opt.create_state(0, weight))

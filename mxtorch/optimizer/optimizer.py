@@ -16,7 +16,8 @@ import warnings
 import numpy as np
 import torch
 
-from ..ndarray.ndarray import NDArray, zeros
+from ..base import MXNetError
+from ..ndarray.ndarray import NDArray, from_torch, zeros
 from . import serialization
 
 __all__ = ['Optimizer', 'register', 'create', 'SGD', 'ccSGD', 'NAG', 'Signum', 'FTML', 'LARS',
@@ -44,26 +45,13 @@ def _zeros_like(weight):
     return zeros(weight.shape, weight.context, dtype=weight.dtype)
 
 
-def _lazy_rows(opt, grad):
-    """The stored rows of a row_sparse gradient when `opt` updates lazily, else None."""
-    if grad.stype != 'row_sparse' or not getattr(opt, 'lazy_update', False):
-        return None
-    return grad._get_parts()[1].long()
-
-
-def _sgd_rows(rows, weight, grad, state, lr, wd, rescale, bound, momentum):
-    """SGD (with momentum when state) on `rows` of weight (and state) only."""
-    with torch.no_grad():
-        w, g = weight._tensor, grad._tensor[rows] * rescale
-        if bound is not None:
-            g = g.clamp(-bound, bound)
-        w_rows = w[rows]
-        step = -lr * (g + wd * w_rows)
-        if state is not None:
-            m = state._tensor
-            step = momentum * m[rows] + step
-            m[rows] = step
-        w[rows] = w_rows + step
+def _map_state(fn, state):
+    """`state` (None, an NDArray or nested tuples/lists of them) with fn applied to each array."""
+    if isinstance(state, NDArray):
+        return fn(state)
+    if isinstance(state, (tuple, list)):
+        return type(state)(_map_state(fn, s) for s in state)
+    return state
 
 
 def _tensors(arrays):
@@ -238,7 +226,8 @@ class Optimizer:
     # ---- updates -------------------------------------------------------------------------------
     def update(self, index, weight, grad, state):
         """Update `weight` (and `state`) in place from `grad`. Custom optimizers override this."""
-        self._step([index], [weight], [grad], [state])
+        if not self._lazy_dispatch(index, weight, grad, state):
+            self._step([index], [weight], [grad], [state])
 
     def _step(self, indices, weights, grads, states):
         """The rule over lists of weights; the built-in list rules override this."""
@@ -273,7 +262,49 @@ class Optimizer:
             for weight16, master in zip(weights, masters):
                 weight16._tensor.copy_(master._tensor)
 
+    def _lazy_rows(self, index, weight, grad):
+        """Whether this rule updates lazily for a row_sparse `grad`: only the gradient's stored
+        rows of the weight and of its state change (MXNet's sparse kernels). Rules that do
+        override this."""
+        return False
+
     def _apply(self, indices, weights, grads, states):
+        lazy = [i for i, (idx, w, g) in enumerate(zip(indices, weights, grads))
+                if g.stype == 'row_sparse' and self._lazy_rows(idx, w, g)]
+        for i in lazy:
+            self._apply_rows(indices[i], weights[i], grads[i], states[i])
+        if lazy:
+            rest = [i for i in range(len(weights)) if i not in lazy]
+            indices, weights, grads, states = ([seq[i] for i in rest]
+                                               for seq in (indices, weights, grads, states))
+        if weights:
+            self._run(indices, weights, grads, states)
+
+    def _lazy_dispatch(self, index, weight, grad, state):
+        """Run the lazy row update when it applies (see `_lazy_rows`); whether it did."""
+        if grad.stype != 'row_sparse' or not self._lazy_rows(index, weight, grad):
+            return False
+        self._apply_rows(index, weight, grad, state)
+        return True
+
+    def _apply_rows(self, index, weight, grad, state):
+        """The rule on the stored rows of a row_sparse gradient only: those rows of the weight
+        and state are gathered, updated, and written back."""
+        rows = grad._get_parts()[1].to(device=weight._tensor.device, dtype=torch.long)
+
+        def gather(arr):
+            return from_torch(arr._tensor[rows], arr.context)
+
+        sub_weight, sub_state = gather(weight), _map_state(gather, state)
+        self._run([index], [sub_weight], [gather(grad)], [sub_state])
+        originals, updated = [], []
+        _map_state(originals.append, state)
+        _map_state(updated.append, sub_state)
+        with torch.no_grad():
+            for arr, sub in zip([weight] + originals, [sub_weight] + updated):
+                arr._tensor[rows] = sub._tensor
+
+    def _run(self, indices, weights, grads, states):
         # a class that overrides update() gets one call per weight; built-in list rules run once
         if type(self).update is Optimizer.update:
             self._step(indices, weights, grads, states)
@@ -340,8 +371,8 @@ class SGD(Optimizer):
 
         m = momentum * m - lr * (clip(rescale_grad * grad) + wd * weight);  weight += m
 
-    momentum=0 keeps no state. `lazy_update` only concerns row_sparse gradients, which mxtorch
-    stores densely; it is accepted and kept.
+    momentum=0 keeps no state. With lazy_update (the default) a row_sparse gradient changes only
+    its stored rows of the weight and momentum; otherwise it counts as dense.
     """
     _master_last = True
 
@@ -356,6 +387,9 @@ class SGD(Optimizer):
             return None
         return _zeros_like(weight)
 
+    def _lazy_rows(self, index, weight, grad):
+        return self.lazy_update
+
     def _step(self, indices, weights, grads, states):
         """In place, a few multi-tensor calls per (lr, wd) group, no temporaries unless
         clipping: m = momentum*m - lr*rescale*g - lr*wd*w; w += m (or, without momentum,
@@ -364,11 +398,6 @@ class SGD(Optimizer):
         groups = {}
         rescale, bound = float(self.rescale_grad), self._clip_bound()
         for i, key in enumerate(zip(self._get_lrs(indices), self._get_wds(indices))):
-            rows = _lazy_rows(self, grads[i])
-            if rows is not None:                  # only the gradient's stored rows change
-                _sgd_rows(rows, weights[i], grads[i], states[i], float(key[0]),
-                          float(key[1]), rescale, bound, float(self.momentum))
-                continue
             groups.setdefault(key, []).append(i)
         with torch.no_grad():
             for (lr, wd), members in groups.items():
@@ -471,6 +500,9 @@ class Adam(Optimizer):
     def create_state(self, index, weight):
         return _zeros_like(weight), _zeros_like(weight)
 
+    def _lazy_rows(self, index, weight, grad):
+        return self.lazy_update
+
     def _step(self, indices, weights, grads, states):
         self._update_count(indices)
         lrs, wds = self._get_lrs(indices), self._get_wds(indices)
@@ -506,7 +538,16 @@ class AdaGrad(Optimizer):
     def create_state(self, index, weight):
         return zeros(weight.shape, weight.context)
 
+    def _lazy_rows(self, index, weight, grad):
+        # MXNet's sparse AdaGrad: only the stored rows, and no weight decay
+        if self._get_wd(index):
+            raise MXNetError('AdaGrad: a row_sparse gradient does not support weight decay '
+                             '(wd=%g for parameter %r), as in MXNet' % (self._get_wd(index), index))
+        return True
+
     def update(self, index, weight, grad, state):
+        if self._lazy_dispatch(index, weight, grad, state):
+            return
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
         w, h = weight._tensor, state._tensor
@@ -689,7 +730,13 @@ class Ftrl(Optimizer):
     def create_state(self, index, weight):
         return (zeros(weight.shape, weight.context), zeros(weight.shape, weight.context))
 
+    def _lazy_rows(self, index, weight, grad):
+        # MXNet's sparse FTRL kernel needs a row_sparse weight; a dense one falls back to dense
+        return weight.stype == 'row_sparse'
+
     def update(self, index, weight, grad, state):
+        if self._lazy_dispatch(index, weight, grad, state):
+            return
         self._update_count(index)
         wd, lr = self._get_wd(index), self._get_lr(index)
         w = weight._tensor
