@@ -57,15 +57,18 @@ def test_symbol_forward_backward(index):
     inputs = OPS.arrays(index, 'in')
     args = {n: _nd(inputs[n]) for n in case['inputs']}
     grads = {n: mx.nd.zeros(v.shape, dtype=v.dtype) for n, v in inputs.items()}
+    aux = {'op_' + n: _nd(v) for n, v in OPS.arrays(index, 'aux').items()}
     exe = _symbol(case).bind(mx.cpu(), args, args_grad=grads if case['backward'] else None,
-                             grad_req='write' if case['backward'] else 'null')
-    outputs = exe.forward(is_train=case['backward'])
+                             grad_req='write' if case['backward'] else 'null', aux_states=aux)
+    outputs = exe.forward(is_train=case['train'] or case['backward'])
     for k, want in enumerate(OPS.listed(index, 'out')):
         _assert_close(outputs[k].asnumpy(), want, 'output %d' % k)
     if case['backward']:
         exe.backward([_nd(h) for h in OPS.listed(index, 'head')])
         for name, want in OPS.arrays(index, 'grad').items():
             _assert_close(grads[name].asnumpy(), want, 'gradient of %s' % name)
+    for name, want in OPS.arrays(index, 'auxafter').items():
+        _assert_close(aux['op_' + name].asnumpy(), want, 'aux state %s after the pass' % name)
 
 
 @pytest.mark.parametrize('index', range(len(CASES)), ids=OPS.case_id)
@@ -73,13 +76,16 @@ def test_imperative_forward(index):
     case = CASES[index]
     inputs = OPS.arrays(index, 'in')
     arrays = [_nd(inputs[n]) for n in case['inputs']]
+    aux = {n: _nd(v) for n, v in OPS.arrays(index, 'aux').items()}
     fn = _function(mx.nd, case['op'])
-    if case['variadic']:
-        result = fn(*arrays, **case['params'])
-    else:
-        result = fn(**dict(zip(case['inputs'], arrays)), **case['params'])
+    with mx.autograd.train_mode() if case['train'] or case['backward'] else \
+            mx.autograd.predict_mode():
+        if case['variadic']:
+            result = fn(*arrays, **case['params'])
+        else:
+            result = fn(**dict(zip(case['inputs'], arrays)), **aux, **case['params'])
     results = result if isinstance(result, list) else [result]
-    for k, want in enumerate(OPS.listed(index, 'out')):
+    for k, want in enumerate(OPS.listed(index, 'out')[:len(case['outputs'])]):
         _assert_close(results[k].asnumpy(), want, 'output %d' % k)
 
 
@@ -91,6 +97,7 @@ def test_json_names_and_infer_shape(index):
     assert json.loads(sym.tojson()) == json.loads(case['json'])
     assert sym.list_arguments() == case['arguments']
     assert sym.list_outputs() == case['outputs']
+    assert sym.list_auxiliary_states() == case['aux_names']
     if case['out_shapes'] is not None:
         args, outs, _ = sym.infer_shape(**{k: tuple(v) for k, v in case['given'].items()})
         assert [list(s) for s in args] == case['arg_shapes']
