@@ -346,11 +346,14 @@ class Executor:
             self._load_kwargs(kwargs)
         try:
             heads = self._run(is_train, bool(is_train and self._leaf_positions))
-        except MXNetError as err:
+        except (MXNetError, RuntimeError) as err:
             # shapes were checked at bind: this is a failure while computing (an index out of
-            # range), which MXNet's engine raises when the outputs are waited for
+            # range, a negative scale), which MXNet's engine raises when the outputs are waited
+            # for (torch's own complaints become MXNetError)
             from . import engine
             self._last = None
+            if not isinstance(err, MXNetError):
+                err = MXNetError(str(err))
             engine.mark(engine.defer(err), [o._tensor for o in self.outputs])
             return self.outputs
         with torch.no_grad():
@@ -405,6 +408,11 @@ class Executor:
     def backward(self, out_grads=None, is_train=True):
         """Gradients of the arguments, written or added into grad_arrays per grad_req."""
         grads = self._head_grads(out_grads)
+        from . import engine
+        failure = engine.failure_of([o._tensor for o in self.outputs])
+        if failure is not None:      # the forward failed: the gradients carry its error
+            engine.mark(failure, [g._tensor for g in self._grad_list if g is not None])
+            return
         if self._last is None:       # MXNet runs the backward graph anyway: give it a forward
             self._run(True, bool(self._leaf_positions))
         if self._leaf_positions:

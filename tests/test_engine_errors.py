@@ -69,3 +69,17 @@ def test_bad_shapes_still_raise_at_once():
     with pytest.raises(MXNetError):
         mx.nd.waitall()
     np.testing.assert_array_equal(mx.nd.ones((2,)).asnumpy(), [1, 1])
+
+
+def test_executor_failures_are_raised_at_the_wait():
+    x = mx.sym.var('x')
+    out = mx.sym.dot(x, mx.sym.random.normal(0, -1, shape=(2, 2)))
+    exe = out.bind(mx.cpu(), {'x': mx.nd.ones((2, 2))}, args_grad={'x': mx.nd.zeros((2, 2))})
+    outputs = exe.forward(is_train=True)            # no error yet
+    exe.backward(mx.nd.ones((2, 2)))                # the gradient carries the same error
+    with pytest.raises(MXNetError, match='normal'):
+        exe.grad_arrays[0].asnumpy()
+    outputs[0].asnumpy()                            # raised once
+    exe.forward()
+    with pytest.raises(MXNetError):
+        mx.nd.waitall()
