@@ -8,5 +8,5 @@ from . import linalg  # noqa: F401
 from . import optimizer_ops  # noqa: F401
 from . import legacy  # noqa: F401
 from . import detection, contrib  # noqa: F401  (mx.contrib operators)
-from . import resize, attention, roi_align, misc_contrib, batch_norm_variants  # noqa: F401,E501  (issue 12)
+from . import resize, attention, roi_align, misc_contrib, batch_norm_variants, deformable  # noqa: F401,E501
 from . import sparse  # noqa: F401  (storage-type rules over the ops above)

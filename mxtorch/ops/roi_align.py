@@ -131,11 +131,15 @@ register(OpDef('_contrib_ROIAlign', _roi_align,
 # ---------------------------------------------------------------------------------------------
 # RROIAlign: regions (batch index, centre x, centre y, width, height, angle in degrees)
 # ---------------------------------------------------------------------------------------------
-def bilinear_gather(image, y, x):
+def bilinear_gather(image, y, x, inside_only=False):
     """Samples of image (C, H, W) at float positions y, x (any equal shapes): (C, *y.shape).
-    Positions more than one pixel outside give 0; others are clamped to the map."""
+    Positions more than one pixel outside give 0 (inside_only: positions outside [0, H) x
+    [0, W)); others are clamped to the map."""
     channels, height, width = image.shape
-    valid = (y >= -1.0) & (y <= height) & (x >= -1.0) & (x <= width)
+    if inside_only:
+        valid = (y >= 0) & (y < height) & (x >= 0) & (x < width)
+    else:
+        valid = (y >= -1.0) & (y <= height) & (x >= -1.0) & (x <= width)
     y, x = y.clamp(min=0), x.clamp(min=0)
     y0, x0 = y.floor().long(), x.floor().long()
     ytop, xtop = y0 >= height - 1, x0 >= width - 1
@@ -186,3 +190,72 @@ register(OpDef('_contrib_RROIAlign', _rroi_align,
                params={'pooled_size': Shape(), 'spatial_scale': Float(),
                        'sampling_ratio': Int(-1)},
                inputs=('data', 'rois'), infer_shape=_roi_shape('RROIAlign', 6, lambda p: False)))
+
+
+# ---------------------------------------------------------------------------------------------
+# PSROIPooling (R-FCN): position-sensitive average pooling over integer bins
+# ---------------------------------------------------------------------------------------------
+def _bin_masks(start, size, pooled, length):
+    """(R, pooled, length) 0/1 masks of the map rows inside each bin: floor(start + i * bin) to
+    ceil(start + (i+1) * bin), clipped to the map."""
+    bins = torch.arange(pooled, dtype=start.dtype, device=start.device)
+    step = (size / pooled)[:, None]
+    low = torch.floor(start[:, None] + bins[None] * step).clamp(0, length)
+    high = torch.ceil(start[:, None] + (bins[None] + 1) * step).clamp(0, length)
+    rows = torch.arange(length, dtype=start.dtype, device=start.device)
+    return ((rows[None, None] >= low[..., None]) & (rows[None, None] < high[..., None])).to(
+        start.dtype)
+
+
+def _psroi_pooling(p, data, rois):
+    op = 'PSROIPooling'
+    _check_inputs(op, data, rois, 5)
+    pooled = p.pooled_size
+    group = p.group_size or pooled
+    batch, channels, height, width = data.shape
+    require(channels == p.output_dim * group * group, '%s: data must have output_dim * '
+            'group_size^2 = %d channels, got %d', op, p.output_dim * group * group, channels)
+    with torch.no_grad():
+        r = _wide(rois.detach())
+        index = r[:, 0].long()
+        x1, y1 = torch.round(r[:, 1]) * p.spatial_scale, torch.round(r[:, 2]) * p.spatial_scale
+        x2 = (torch.round(r[:, 3]) + 1) * p.spatial_scale
+        y2 = (torch.round(r[:, 4]) + 1) * p.spatial_scale
+        my = _bin_masks(y1, (y2 - y1).clamp(min=0.1), pooled, height)
+        mx = _bin_masks(x1, (x2 - x1).clamp(min=0.1), pooled, width)
+        area = my.sum(-1)[:, :, None] * mx.sum(-1)[:, None, :]
+        cell = (torch.arange(pooled) * group // pooled).tolist()
+        # data channel of (output channel c, bin ph, pw): (c * group + gh) * group + gw
+        chan = torch.tensor([[[(c * group + cell[i]) * group + cell[j] for j in range(pooled)]
+                              for i in range(pooled)] for c in range(p.output_dim)])
+    x = _wide(data)
+    out = x.new_zeros((rois.shape[0], p.output_dim, pooled, pooled))
+    for b in range(batch):
+        chosen = (index == b).nonzero().flatten()
+        for start in range(0, chosen.numel(), _CHUNK):
+            sel = chosen[start:start + _CHUNK]
+            rows = torch.einsum('rph,chw->rcpw', my[sel].to(x.dtype), x[b])
+            sums = torch.einsum('rcpw,rqw->rcpq', rows, mx[sel].to(x.dtype))
+            picked = sums.reshape(len(sel), channels, pooled * pooled)[
+                :, chan.reshape(p.output_dim, -1).to(sums.device),
+                torch.arange(pooled * pooled, device=sums.device)]
+            picked = picked.reshape(len(sel), p.output_dim, pooled, pooled)
+            a = area[sel].to(x.dtype)[:, None]
+            out = out.index_copy(0, sel, torch.where(a > 0, picked / a.clamp(min=1),
+                                                     torch.zeros_like(picked)))
+    return out.to(data.dtype)
+
+
+def _psroi_shape(p, ins, outs):
+    data, rois = ins
+    rois = merge(rois, (0, 5)) if rois is not None else None
+    if rois is None:
+        return [data, rois], outs
+    return [data, rois], [merge(outs[0], (rois[0], p.output_dim, p.pooled_size,
+                                          p.pooled_size))]
+
+
+register(OpDef('_contrib_PSROIPooling', _psroi_pooling,
+               params={'spatial_scale': Float(), 'output_dim': Int(), 'pooled_size': Int(),
+                       'group_size': Int(0)},
+               inputs=('data', 'rois'), infer_shape=_psroi_shape))

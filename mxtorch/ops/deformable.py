@@ -1,0 +1,65 @@
+"""DeformableConvolution (DCNv1, mx.contrib): each kernel tap samples the input at its regular
+position shifted by a learned offset, bilinearly, then the convolution weights apply to those
+samples. As MXNet's DCNv1 kernels, a sample outside [0, H) x [0, W) is 0 and one in the last
+row/column's cell takes that row/column (no partial weights past the border; DCNv2's
+ModulatedDeformableConvolution differs there). Gradients are autograd's through the sampling,
+to data, offset, weight and bias."""
+import torch
+
+from .contrib import _mdc_shape, _out_size
+from .conv import window_geometry
+from .params import Bool, Enum, Int, Shape
+from .registry import OpDef, register
+from .roi_align import bilinear_gather
+from .shapes import require
+
+_OP = 'DeformableConvolution'
+
+
+def _deformable_conv(p, data, offset, weight, bias=None):
+    require(data.dim() == 4, '%s: only 2-D (NCHW) data is supported, got shape %s', _OP,
+            tuple(data.shape))
+    kernel, stride, dilate, pad = window_geometry(_OP, p, 4)
+    batch, channels, height, width = data.shape
+    dg, groups = p.num_deformable_group, p.num_group
+    require(channels % dg == 0 and channels % groups == 0, '%s: the %d input channels must be a '
+            'multiple of num_deformable_group=%d and num_group=%d', _OP, channels, dg, groups)
+    out_h = _out_size(height, kernel[0], stride[0], dilate[0], pad[0])
+    out_w = _out_size(width, kernel[1], stride[1], dilate[1], pad[1])
+    taps = kernel[0] * kernel[1]
+    require(tuple(offset.shape) == (batch, dg * 2 * taps, out_h, out_w), '%s: offset must have '
+            'shape %s, got %s', _OP, (batch, dg * 2 * taps, out_h, out_w), tuple(offset.shape))
+    dev, dt = data.device, data.dtype
+    ky, kx = torch.meshgrid(torch.arange(kernel[0], device=dev, dtype=dt) * dilate[0],
+                            torch.arange(kernel[1], device=dev, dtype=dt) * dilate[1],
+                            indexing='ij')
+    oy = torch.arange(out_h, device=dev, dtype=dt) * stride[0] - pad[0]
+    ox = torch.arange(out_w, device=dev, dtype=dt) * stride[1] - pad[1]
+    off = offset.reshape(batch, dg, taps, 2, out_h, out_w)
+    y = ky.reshape(taps, 1, 1) + oy.reshape(1, out_h, 1) + off[:, :, :, 0]   # (B, dg, K, Ho, Wo)
+    x = kx.reshape(taps, 1, 1) + ox.reshape(1, 1, out_w) + off[:, :, :, 1]
+    per_group = channels // dg
+    samples = torch.stack([torch.cat([
+        bilinear_gather(data[b, g * per_group:(g + 1) * per_group], y[b, g], x[b, g],
+                        inside_only=True) for g in range(dg)]) for b in range(batch)])
+    # (B, C, K, Ho, Wo) -> grouped (B, G, C/G*K, Ho*Wo) x weight (G, F/G, C/G*K)
+    cols = samples.reshape(batch, groups, channels // groups * taps, out_h * out_w)
+    w = weight.reshape(groups, p.num_filter // groups, -1)
+    out = torch.einsum('gfk,bgkp->bgfp', w, cols).reshape(batch, p.num_filter, out_h, out_w)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1)
+    return out
+
+
+def _deformable_conv_shape(p, ins, outs):
+    new_ins, new_outs = _mdc_shape(p, [ins[0], ins[1], None] + list(ins[2:]), outs)
+    return [new_ins[0], new_ins[1]] + list(new_ins[3:]), new_outs
+
+
+register(OpDef('_contrib_DeformableConvolution', _deformable_conv,
+               params={'kernel': Shape(), 'stride': Shape(()), 'dilate': Shape(()),
+                       'pad': Shape(()), 'num_filter': Int(), 'num_group': Int(1),
+                       'num_deformable_group': Int(1), 'workspace': Int(1024),
+                       'no_bias': Bool(False), 'layout': Enum(('NCDHW', 'NCHW', 'NCW'), None)},
+               inputs=lambda p: ('data', 'offset', 'weight') + (() if p.no_bias else ('bias',)),
+               infer_shape=_deformable_conv_shape))
