@@ -321,8 +321,14 @@ class Executor:
         self._leaves[i] = (tensor, leaf)
         return leaf
 
-    def _run(self, is_train, with_grad):
-        """Run the plan; remember what backward needs."""
+    def _run(self, is_train, with_grad, rng=None):
+        """Run the plan; remember what backward needs (and, for a graph that draws random numbers,
+        the generator state it started from: a backward that has to run it again draws the same,
+        as MXNet's backward reuses its forward's masks). `rng`: such a state to start from."""
+        if rng is None and any(step.op.random for step in self._plan.steps):
+            rng = _rng_state(self._ctx.torch_device)
+        elif rng is not None:
+            _set_rng_state(self._ctx.torch_device, rng)
         inputs = self._inputs(with_grad)
         self._last_watch = ({'nodes': [], 'leaves': []}
                             if self._monitor is not None and with_grad else None)
@@ -337,7 +343,7 @@ class Executor:
         self._last = {'train': is_train, 'heads': heads if with_grad else None,
                       'leaves': [inputs[i] for i in self._leaf_positions] if with_grad else None,
                       'losses': losses if with_grad else None,
-                      'stats': stats if is_train else None}
+                      'stats': stats if is_train else None, 'rng': rng}
         return heads
 
     def forward(self, is_train=False, **kwargs):
@@ -430,7 +436,7 @@ class Executor:
     def _gradients(self, grads):
         last = self._last
         if last['heads'] is None:          # no graph recorded (inference, or second backward)
-            self._run(last['train'], True)
+            self._run(last['train'], True, last.get('rng'))
             last = self._last
         outs, head_grads = [], []
         for k, (head, given, kind) in enumerate(zip(last['heads'], grads, self._head_kinds)):
@@ -712,6 +718,20 @@ class Executor:
 
     def get_optimized_symbol(self):
         return self._optimized.__copy__()
+
+
+def _rng_state(device):
+    """The state of torch's generator for `device` (what mx.random.seed seeds)."""
+    if device.type == 'cuda':
+        return torch.cuda.get_rng_state(device)
+    return torch.get_rng_state()
+
+
+def _set_rng_state(device, state):
+    if device.type == 'cuda':
+        torch.cuda.set_rng_state(state, device)
+    else:
+        torch.set_rng_state(state)
 
 
 def _nbytes(arr):

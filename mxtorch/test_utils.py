@@ -223,9 +223,9 @@ def _as_arg_dict(sym, location, ctx, dtype):
         items = location.items()
     else:
         items = zip(names, location)
+    # as MXNet: NumPy arrays take `dtype` (integer ones too), NDArrays keep theirs
     return {k: array(v, ctx=ctx, dtype=v.dtype if isinstance(v, NDArray) else
-                     (np.asarray(v).dtype if np.asarray(v).dtype.kind != 'f' else
-                      _dtype_for(v, dtype)))
+                     _dtype_for(v, dtype))
             for k, v in items}
 
 
@@ -315,8 +315,8 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
     names = sym.list_arguments()
     if grad_nodes is None:
         grad_nodes = [k for k in names if args[k]._tensor.dtype.is_floating_point]
-    elif isinstance(grad_nodes, dict):
-        grad_nodes = list(grad_nodes)
+    elif isinstance(grad_nodes, dict):     # {name: grad_req}: 'null' ones are not checked
+        grad_nodes = [k for k, req in grad_nodes.items() if req != 'null']
     aux = _aux_dict(sym, aux_states, ctx, dtype)
     grads = {k: array(np.zeros(args[k].shape), ctx=ctx, dtype=args[k].dtype) for k in grad_nodes}
     exe = sym.bind(ctx, args, args_grad=grads, grad_req={k: 'write' for k in grad_nodes},

@@ -196,3 +196,21 @@ def test_unknown_dims_inferred_backwards():
     net = mx.sym.elemwise_add(mx.sym.var('data').reshape((0, -1)), mx.sym.ones(shape=(2, 75)))
     ins, outs, _ = net.infer_shape(data=(2, 0, 5, 5))
     assert ins[0] == (2, 3, 5, 5) and outs[0] == (2, 75)
+
+
+def test_dropout_backward_reuses_the_forward_mask():
+    x = mx.sym.var('data')
+    for mode, train in (('always', False), ('training', True)):
+        exe = mx.sym.Dropout(x, p=0.5, mode=mode).simple_bind(mx.cpu(), data=(50, 40))
+        exe.arg_arrays[0][:] = 1
+        out = exe.forward(is_train=train)[0].asnumpy()
+        assert 0 < (out == 0).mean() < 1
+        exe.backward([mx.nd.ones((50, 40))], is_train=train)
+        np.testing.assert_array_equal(exe.grad_arrays[0].asnumpy(), out)
+        exe.backward([mx.nd.ones((50, 40))], is_train=train)      # a second backward too
+        np.testing.assert_array_equal(exe.grad_arrays[0].asnumpy(), out)
+
+
+def test_dropout_p_one_gives_nan_as_mxnet():
+    # MXNet 1.9.1: the mask is 0 * (1/0)
+    assert np.isnan(mx.nd.Dropout(mx.nd.ones((2, 2)), p=1.0, mode='always').asnumpy()).all()

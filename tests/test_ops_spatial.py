@@ -325,8 +325,6 @@ ERRORS = [
     ('GroupNorm', {'data': (2, 6, 3), 'gamma': (4,), 'beta': (4,)}, {'num_groups': 4},
      'multiple of num_groups=4'),
     ('L2Normalization', {'data': (2, 3)}, {'mode': 'channel'}, 'at least 3 dims'),
-    ('LeakyReLU', {'data': (2, 3, 4), 'gamma': (2,)}, {'act_type': 'prelu'},
-     r'gamma of shape \(3,\)'),
     ('GridGenerator', {'data': (2, 4)}, {'transform_type': 'affine', 'target_shape': (3, 3)},
      r'needs data of shape \(batch, 6\)'),
     ('SpatialTransformer', {'data': (1, 2, 3, 3), 'loc': (1, 6)},

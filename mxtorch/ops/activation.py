@@ -42,11 +42,6 @@ def _gamma_view(data, gamma):
     return tuple(view)
 
 
-def _check_gamma(data, gamma):
-    if gamma is not None:
-        _gamma_view(data, gamma)
-
-
 def _rrelu(p, data, train):
     """Per-element slopes ~ U(lower_bound, upper_bound) in training, their mean otherwise;
     returns (output, slopes)."""
@@ -83,8 +78,9 @@ def _leaky_relu_shape(p, ins, outs):
     if data is None:
         return ins, outs
     new = [data]
-    if p.act_type == 'prelu':
-        _check_gamma(data, ins[1])
+    if p.act_type == 'prelu':       # MXNet's inference takes any gamma; the forward checks it
+        require(len(data) >= 2, 'LeakyReLU: act_type=prelu needs data with a channel axis (at '
+                'least 2-D), got %d-D data', len(data))
         new.append(ins[1] if ins[1] is not None else (data[1],))
     return new, [data] * len(outs)
 
