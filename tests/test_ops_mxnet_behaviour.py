@@ -214,3 +214,23 @@ def test_dropout_backward_reuses_the_forward_mask():
 def test_dropout_p_one_gives_nan_as_mxnet():
     # MXNet 1.9.1: the mask is 0 * (1/0)
     assert np.isnan(mx.nd.Dropout(mx.nd.ones((2, 2)), p=1.0, mode='always').asnumpy()).all()
+
+
+def test_custom_op_python_error_is_mxnet_error():
+    class Failing(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            raise ZeroDivisionError('boom')
+
+    @mx.operator.register('mxtorch_test_failing')
+    class FailingProp(mx.operator.CustomOpProp):
+        def list_arguments(self):
+            return ['a']
+
+        def infer_shape(self, in_shape):
+            return in_shape, [in_shape[0]]
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return Failing()
+
+    with pytest.raises(MXNetError, match='boom'):
+        mx.nd.Custom(mx.nd.ones((2,)), op_type='mxtorch_test_failing').wait_to_read()

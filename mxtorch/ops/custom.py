@@ -7,6 +7,8 @@ forward and backward on NDArrays. Here the op runs inside a torch.autograd.Funct
 `backward` is the gradient both in executors and under mx.autograd. A prop with
 need_top_grad=False (a loss) needs no head gradient: backward gets ones.
 """
+import contextlib
+
 import torch
 
 from .. import profiler
@@ -109,6 +111,19 @@ def _wrap(tensor):
     return from_torch(tensor)
 
 
+@contextlib.contextmanager
+def _as_mxnet_error(op_type, phase):
+    """An exception in the Python operator's code reaches the caller as an MXNetError (MXNet's
+    engine reports the Python traceback that way)."""
+    try:
+        yield
+    except MXNetError:
+        raise
+    except Exception as err:      # noqa: BLE001  (whatever the user's code raised)
+        raise MXNetError('Error in CustomOp %s of %s: %s: %s'
+                         % (phase, op_type, type(err).__name__, err)) from err
+
+
 class _CustomFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, op, op_type, is_train, n_args, out_specs, *tensors):
@@ -117,7 +132,7 @@ class _CustomFunction(torch.autograd.Function):
         device = tensors[0].device if tensors else torch.device('cpu')
         out_data = [_wrap(torch.zeros(shape, dtype=dtype, device=device))
                     for shape, dtype in out_specs]
-        with profiler.custom_operator(op_type):
+        with profiler.custom_operator(op_type), _as_mxnet_error(op_type, 'forward'):
             op.forward(is_train=is_train, req=['write'] * len(out_data), in_data=in_data,
                        out_data=out_data, aux=aux)
         ctx.op, ctx.op_type, ctx.n_args = op, op_type, n_args
@@ -131,7 +146,8 @@ class _CustomFunction(torch.autograd.Function):
                     for g, o in zip(grads, ctx.out_data)]
         in_grad = [_wrap(torch.zeros_like(x._tensor)) for x in in_data]
         req = ['write' if ctx.needs_input_grad[5 + i] else 'null' for i in range(ctx.n_args)]
-        with profiler.custom_operator(ctx.op_type, backward=True):
+        with profiler.custom_operator(ctx.op_type, backward=True), \
+                _as_mxnet_error(ctx.op_type, 'backward'):
             ctx.op.backward(req=req, out_grad=out_grad, in_data=in_data, out_data=ctx.out_data,
                             in_grad=in_grad, aux=ctx.aux)
         return ((None,) * 5 + tuple(g._tensor for g in in_grad) +
