@@ -9,6 +9,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import io, metric, optimizer as opt
+from .base import MXNetError
 from .context import Context, cpu
 from .initializer import Uniform
 from .io import DataDesc
@@ -56,7 +57,7 @@ def load_params(prefix, epoch):
         logging.warning('Params file "%s" is empty', params_file(prefix, epoch))
         return {}, {}
     if isinstance(save_dict, list):
-        raise ValueError('Params file "%s" holds a list, not named arrays'
+        raise MXNetError('Params file "%s" holds a list, not named arrays'
                          % params_file(prefix, epoch))
     return split_params(save_dict)
 

@@ -3,8 +3,9 @@
 Layout (little-endian): u64 0x112, u64 0, u64 N, N array records, u64 K (0 or N), K names
 (u64 length + UTF-8 bytes). Record versions read: V2 (0xF993FAC9, what MXNet 1.x writes), V3
 (0xF993FACA, numpy-shape semantics), V1 (0xF993FAC8) and the pre-V1 form. Sparse arrays are
-read and written as MXNet's sparse records (CSRNDArray, RowSparseNDArray). Every size taken
-from the file is checked against the bytes present before use.
+read and written as MXNet's sparse records (CSRNDArray, RowSparseNDArray) and stay sparse on
+load. Every size taken from the file is checked against the bytes present before use, and the
+parts of a sparse record against its shape (without densifying it).
 """
 import os
 import struct
@@ -13,13 +14,14 @@ import tempfile
 import numpy as np
 import torch
 
+from .._safety import PARSE_ERRORS, limits, reading, shape_size
 from ..base import MXNetError, CODE_DTYPES, DTYPE_CODES, np_dtype, bfloat16
 from ..context import Context
 from ..util import is_np_shape
 
 LIST_MAGIC = 0x112
 V1_MAGIC, V2_MAGIC, V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
-MAX_NDIM = 32
+MAX_NDIM = limits.MAX_NDIM
 
 
 def _invalid(detail):
@@ -67,6 +69,10 @@ class _Reader:
         dims = struct.unpack('<%d%s' % (ndim, dim_fmt[-1]), self.take(ndim * size, what + ' dims'))
         if any(d < 0 for d in dims):
             raise _invalid('%s has negative dims %s' % (what, dims))
+        try:
+            shape_size(dims, what)
+        except MXNetError as err:
+            raise _invalid(str(err)) from None
         return ndim, tuple(dims)
 
 
@@ -77,7 +83,7 @@ def _dtype_of(flag):
 
 
 def _read_dense(reader, shape, dtype, what):
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = shape_size(shape, what)
     itemsize = 2 if dtype == bfloat16 else dtype.itemsize
     raw = reader.take(count * itemsize, what + ' data')
     if dtype == bfloat16:
@@ -117,6 +123,7 @@ def _read_record(reader, what):
             raise _invalid('%s starts with 0x%x, not a known record' % (what, magic))
         stype, storage_shape = 0, None
         shape = tuple(reader.unpack('<%dI' % ndim, what + ' dims')) if ndim else ()
+        shape_size(shape, what)
         if ndim == 0:
             return None
     reader.i32(what + ' device type')
@@ -124,39 +131,61 @@ def _read_record(reader, what):
     dtype = _dtype_of(reader.i32(what + ' dtype'))
     if stype == 0:
         return _read_dense(reader, shape, dtype, what)
-    # sparse: aux descriptors, values, aux arrays; densified on load
+    # sparse: aux descriptors, values, aux arrays; checked part by part, kept sparse
     n_aux = 1 if stype == 1 else 2
     aux_desc = []
     for k in range(n_aux):
         aux_dtype = _dtype_of(reader.i32(what + ' aux dtype'))
+        if aux_dtype.kind not in 'iu':
+            raise _invalid('%s has %s indices (an integer type is needed)' % (what, aux_dtype))
         aux_desc.append((aux_dtype, reader.shape(what + ' aux shape')[1]))
     values = _read_dense(reader, storage_shape, dtype, what)
     aux = [_read_dense(reader, s, d, what + ' aux') for d, s in aux_desc]
+    aux = [_as_int64(a, what) for a in aux]
     _check_sparse(stype, shape, values, aux, what)
     from .sparse import _new
     return _new('row_sparse' if stype == 1 else 'csr', shape, Context('cpu', 0),
                 parts=(values,) + tuple(aux))
 
 
+def _as_int64(tensor, what):
+    """Sparse indices as int64 (uint64 values past int64's range are rejected)."""
+    if tensor.dtype == torch.uint64:
+        raw = tensor.numpy()
+        if raw.size and raw.max() > np.iinfo(np.int64).max:
+            raise _invalid('%s has an index beyond int64' % what)
+        return torch.from_numpy(raw.astype(np.int64))
+    return tensor.to(torch.int64)
+
+
 def _check_sparse(stype, shape, values, aux, what):
-    """Raise if a sparse record's parts do not describe an array of `shape`."""
-    dense = torch.zeros(shape, dtype=values.dtype)
+    """Raise unless a sparse record's parts describe an array of `shape` (never densified)."""
+    if not shape:
+        raise _invalid('%s is sparse but has no dimensions' % what)
+    if any(a.dim() != 1 for a in aux):
+        raise _invalid('%s has indices that are not 1-D' % what)
     if stype == 1:
-        rows = aux[0].long()
-        if len(rows) and (rows.min() < 0 or rows.max() >= shape[0]):
-            raise _invalid('%s has row indices out of range' % what)
-        dense[rows] = values
-    else:
-        if len(shape) != 2:
-            raise _invalid('%s is csr but not 2-D' % what)
-        indptr, cols = aux[0].long(), aux[1].long()
-        if len(indptr) != shape[0] + 1:
-            raise _invalid('%s has a bad csr indptr' % what)
-        for r in range(shape[0]):
-            lo, hi = int(indptr[r]), int(indptr[r + 1])
-            if not 0 <= lo <= hi <= len(cols):
-                raise _invalid('%s has a bad csr indptr' % what)
-            dense[r, cols[lo:hi]] = values[lo:hi]
+        rows = aux[0]
+        if tuple(values.shape) != (len(rows),) + tuple(shape[1:]):
+            raise _invalid('%s is row_sparse of shape %s with %d row indices but values of shape '
+                           '%s' % (what, shape, len(rows), tuple(values.shape)))
+        if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= shape[0]):
+            raise _invalid('%s has row indices out of range [0, %d)' % (what, shape[0]))
+        if len(rows) > 1 and not bool((rows[1:] > rows[:-1]).all()):
+            raise _invalid('%s has row indices that are not sorted and unique' % what)
+        return
+    if len(shape) != 2:
+        raise _invalid('%s is csr but not 2-D' % what)
+    indptr, cols = aux
+    if values.dim() != 1 or len(values) != len(cols):
+        raise _invalid('%s has %s values for %d column indices'
+                       % (what, tuple(values.shape), len(cols)))
+    if len(indptr) != shape[0] + 1 or int(indptr[0]) != 0 or int(indptr[-1]) != len(cols) \
+            or not bool((indptr[1:] >= indptr[:-1]).all()):
+        raise _invalid('%s has a bad csr indptr (it must rise from 0 to %d in %d steps)'
+                       % (what, len(cols), shape[0]))
+    if len(cols) and (int(cols.min()) < 0 or int(cols.max()) >= shape[1]):
+        raise _invalid('%s has column indices out of range [0, %d)' % (what, shape[1]))
 
 
 def _wrap_cpu(tensor):
@@ -170,6 +199,13 @@ def load_frombuffer(buf):
     """Parse an NDArray list file held in memory: a list, or a dict when names are stored."""
     if not isinstance(buf, (bytes, bytearray, memoryview)):
         raise TypeError('buf must be bytes, got %s' % type(buf).__name__)
+    try:
+        return _parse_list(buf)
+    except PARSE_ERRORS as err:     # a check missed: still the file's fault, never a crash
+        raise _invalid('%s: %s' % (type(err).__name__, err)) from None
+
+
+def _parse_list(buf):
     reader = _Reader(buf)
     magic = reader.u64('header')
     if magic != LIST_MAGIC:
@@ -185,7 +221,10 @@ def load_frombuffer(buf):
     names = []
     for i in range(n_names):
         length = reader.u64('name %d length' % i)
-        names.append(bytes(reader.take(length, 'name %d' % i)).decode('utf-8'))
+        try:
+            names.append(bytes(reader.take(length, 'name %d' % i)).decode('utf-8'))
+        except UnicodeDecodeError:
+            raise _invalid('name %d is not UTF-8' % i) from None
     arrays = [_wrap_cpu(t) if t is not None else None for t in tensors]
     if n_names == 0:
         return arrays
@@ -198,10 +237,8 @@ def load(fname):
         raise TypeError('fname required to be a string, got %s' % type(fname).__name__)
     with open(fname, 'rb') as f:
         data = f.read()
-    try:
+    with reading(fname, 'file'):
         return load_frombuffer(data)
-    except MXNetError as err:
-        raise MXNetError('%s (file %s)' % (err, fname)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,7 +291,10 @@ def _encode_sparse(arr):
 
 
 def decode_record(buf):
-    tensor = _read_record(_Reader(buf), 'array')
+    try:
+        tensor = _read_record(_Reader(buf), 'array')
+    except PARSE_ERRORS as err:
+        raise _invalid('%s: %s' % (type(err).__name__, err)) from None
     if tensor is None:
         raise MXNetError('the record holds no array')
     return _wrap_cpu(tensor)

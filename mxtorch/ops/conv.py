@@ -206,7 +206,7 @@ _CUDNN_TUNE = Enum(('None', 'fastest', 'limited_workspace', 'off'), 'None')
 
 register(OpDef('Convolution', _convolution,
                params={'kernel': Shape(), 'stride': Shape(()), 'dilate': Shape(()),
-                       'pad': Shape(()), 'num_filter': Int(), 'num_group': Int(1),
+                       'pad': Shape(()), 'num_filter': Int(lower=1), 'num_group': Int(1),
                        'workspace': Int(1024), 'no_bias': Bool(False), 'cudnn_tune': _CUDNN_TUNE,
                        'cudnn_off': Bool(False), 'layout': Enum(_CONV_LAYOUTS, None)},
                inputs=_conv_inputs, infer_shape=_convolution_shape))
@@ -279,7 +279,7 @@ def _deconvolution_shape(p, ins, outs):
 register(OpDef('Deconvolution', _deconvolution,
                params={'kernel': Shape(), 'stride': Shape(()), 'dilate': Shape(()),
                        'pad': Shape(()), 'adj': Shape(()), 'target_shape': Shape(()),
-                       'num_filter': Int(), 'num_group': Int(1), 'workspace': Int(512),
+                       'num_filter': Int(lower=1), 'num_group': Int(1), 'workspace': Int(512),
                        'no_bias': Bool(True), 'cudnn_tune': _CUDNN_TUNE,
                        'cudnn_off': Bool(False), 'layout': Enum(_CONV_LAYOUTS, None)},
                inputs=_conv_inputs, infer_shape=_deconvolution_shape))
@@ -558,7 +558,7 @@ def _upsampling_shape(p, ins, outs):
 
 register(_NamedVariadicOp(
     'UpSampling', _upsampling,
-    params={'scale': Int(), 'num_filter': Int(0),
+    params={'scale': Int(lower=1), 'num_filter': Int(0),
             'sample_type': Enum(('bilinear', 'nearest')),
             'multi_input_mode': Enum(('concat', 'sum'), 'concat'), 'num_args': Int(),
             'workspace': Int(512)},

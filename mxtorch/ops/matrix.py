@@ -340,7 +340,8 @@ def _slice_channel_shape(p, ins, outs):
 
 
 register(OpDef('SliceChannel', _slice_channel,
-               params={'num_outputs': Int(), 'axis': Int(1), 'squeeze_axis': Bool(False)},
+               params={'num_outputs': Int(lower=1, count=True), 'axis': Int(1),
+                       'squeeze_axis': Bool(False)},
                outputs=lambda p: _numbered_outputs(_split_count(p)),
                infer_shape=_slice_channel_shape, aliases=('split',)))
 
@@ -392,7 +393,7 @@ def _split_v2_shape(p, ins, outs):
 
 register(OpDef('_split_v2', _split_v2,
                params={'indices': Shape(), 'axis': Int(1), 'squeeze_axis': Bool(False),
-                       'sections': Int(0)},
+                       'sections': Int(0, count=True)},
                outputs=lambda p: _numbered_outputs(_split_v2_count(p)),
                infer_shape=_split_v2_shape))
 

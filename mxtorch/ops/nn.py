@@ -40,7 +40,7 @@ def _fc_shape(p, ins, outs):
 
 
 register(OpDef('FullyConnected', _fully_connected,
-               params={'num_hidden': Int(), 'no_bias': Bool(False), 'flatten': Bool(True)},
+               params={'num_hidden': Int(lower=1), 'no_bias': Bool(False), 'flatten': Bool(True)},
                inputs=lambda p: ('data', 'weight') if p.no_bias else ('data', 'weight', 'bias'),
                infer_shape=_fc_shape))
 
@@ -142,8 +142,9 @@ def _dropout(p, data, *, train):
 
 
 register(OpDef('Dropout', _dropout,
-               params={'p': Float(0.5), 'mode': Enum(('always', 'training'), 'training'),
-                       'axes': Shape(()), 'cudnn_off': Bool(False, optional=True)},
+               params={'p': Float(0.5, lower=0, upper=1),
+                       'mode': Enum(('always', 'training'), 'training'), 'axes': Shape(()),
+                       'cudnn_off': Bool(False, optional=True)},
                outputs=('output', 'mask'), visible_outputs=1, mode_dependent=True, random=True,
                infer_shape=lambda p, ins, outs: (ins, [merge(ins[0], outs[0]), ins[0]])))
 
@@ -172,7 +173,7 @@ def _embedding_type(p, ins, outs):
 
 
 register(OpDef('Embedding', _embedding,
-               params={'input_dim': Int(), 'output_dim': Int(),
+               params={'input_dim': Int(lower=1), 'output_dim': Int(lower=1),
                        'dtype': DType('float32', choices=('bfloat16', 'float16', 'float32',
                                                           'float64', 'int32', 'int64', 'int8',
                                                           'uint8')),

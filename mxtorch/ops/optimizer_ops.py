@@ -450,7 +450,7 @@ def _multi_type(kinds, preloaded=False):
 for _name, _kinds in _MULTI_KINDS.items():
     for _preloaded in (False, True):
         _params = {'rescale_grad': Float(1.0), 'clip_gradient': Float(-1.0),
-                   'num_weights': Int(1)}
+                   'num_weights': Int(1, count=True)}
         if not _preloaded:
             _params.update(lrs=FloatTuple(), wds=FloatTuple())
         if 'mom' in _kinds:

@@ -87,25 +87,54 @@ def _as_literal(text):
         raise ValueError('cannot parse %r' % text) from None
 
 
+def _check_bounds(value, lower, upper):
+    """MXNet's range checks of a parameter (its set_lower_bound / set_range)."""
+    if lower is not None and upper is not None and not lower <= value <= upper:
+        raise ValueError('value %s exceed bound [%s,%s]' % (value, lower, upper))
+    if lower is not None and value < lower:
+        raise ValueError('value %s should be greater equal to %s' % (value, lower))
+    return value
+
+
 class Int(Param):
+    """An integer; `lower` is MXNet's lower bound of the parameter. `count=True` marks a number
+    of inputs or outputs (num_args, num_outputs): beyond MXTORCH_MAX_GRAPH_COUNT it is refused,
+    so that a file cannot make a graph node with billions of input or output names."""
     kind = 'int'
+
+    def __init__(self, default=REQUIRED, optional=False, doc='', lower=None, count=False):
+        super().__init__(default, optional, doc)
+        self.lower, self.count = lower, count
 
     def _parse(self, value):
         if isinstance(value, (bool, np.bool_)):
-            return int(value)
-        if isinstance(value, (int, np.integer)):
-            return int(value)
-        if isinstance(value, str):
-            text = value.strip()
-            if text.lstrip('+-').isdigit():
-                return int(text)
-        raise ValueError('expected an integer')
+            value = int(value)
+        elif isinstance(value, (int, np.integer)):
+            value = int(value)
+        elif isinstance(value, str) and value.strip().lstrip('+-').isdigit():
+            value = int(value.strip())
+        else:
+            raise ValueError('expected an integer')
+        if self.count:
+            from .._safety import limits
+            if value > limits.MAX_GRAPH_COUNT:
+                raise ValueError('value %d is beyond the limit of %d inputs or outputs '
+                                 '(MXTORCH_MAX_GRAPH_COUNT)' % (value, limits.MAX_GRAPH_COUNT))
+        return _check_bounds(value, self.lower, None)
 
 
 class Float(Param):
+    """A number; `lower` / `upper` are MXNet's bounds of the parameter."""
     kind = 'float'
 
+    def __init__(self, default=REQUIRED, optional=False, doc='', lower=None, upper=None):
+        super().__init__(default, optional, doc)
+        self.lower, self.upper = lower, upper
+
     def _parse(self, value):
+        return _check_bounds(self._number(value), self.lower, self.upper)
+
+    def _number(self, value):
         if isinstance(value, str):
             text = value.strip()
             try:

@@ -91,6 +91,11 @@ class OpDef:
         self._outputs = _as_fn(outputs)
         self._visible = visible_outputs
         self.variadic = variadic
+        if variadic and variadic in self.params:       # a count of inputs: at least one, bounded
+            counted = self.params[variadic]
+            if getattr(counted, 'lower', 0) is None:
+                counted.lower = 1
+            counted.count = True
         self.mode_dependent = mode_dependent
         self.creation = creation
         self.infer_shape = infer_shape

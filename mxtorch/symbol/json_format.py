@@ -3,6 +3,7 @@ upgrades MXNet applies when loading files from older versions."""
 import json
 import logging
 
+from .._safety import PARSE_ERRORS, json_depth, limits
 from ..attribute import HIDDEN_KEYS
 from ..base import MXNetError
 from ..ops.registry import find_op
@@ -125,15 +126,53 @@ def _entry(raw, n_nodes, what):
 
 def _version_of(graph):
     attrs = graph.get('attrs') or {}
+    if not isinstance(attrs, dict):
+        raise _bad('attrs must be an object')
     version = attrs.get('mxnet_version')
     if isinstance(version, list) and len(version) == 2:
-        return int(version[1])
+        if not isinstance(version[1], int) or isinstance(version[1], bool) \
+                or not 0 <= version[1] < 10 ** 8:
+            raise _bad('mxnet_version must be ["int", version], got %r' % (version,))
+        return version[1]
     return 800
 
 
+def _list(graph, key):
+    value = graph[key]
+    if not isinstance(value, list):
+        raise _bad('%s must be a list, got %s' % (key, type(value).__name__))
+    return value
+
+
+def _check_variadic(node, raw_inputs):
+    """The input count of a variadic operator (add_n, Concat, ...) is checked against the inputs
+    the file gives (it can be no more: an operator may add inputs of its own, such as
+    UpSampling's weight) before anything is sized by it."""
+    key = node.op.variadic
+    if not key or key not in node.attrs:
+        return
+    text = node.attrs[key].strip()
+    count = int(text) if text.lstrip('+-').isdigit() and len(text) < 20 else None
+    if count is None or not 0 <= count <= min(len(raw_inputs), limits.MAX_GRAPH_COUNT):
+        raise MXNetError('Error in operator %s: %s=%r but the JSON gives %d inputs'
+                         % (node.name, key, node.attrs[key], len(raw_inputs)))
+
+
 def from_json(text):
-    """A Symbol from MXNet's JSON (any version back to 0.8; older formats are upgraded)."""
+    """A Symbol from MXNet's JSON (any version back to 0.8; older formats are upgraded).
+
+    Malformed files raise MXNetError: nesting, counts and every operator's parameters are
+    checked before anything is built from them."""
+    try:
+        return _from_json(text)
+    except PARSE_ERRORS as err:        # a check missed: still the file's fault, never a crash
+        raise _bad('%s: %s' % (type(err).__name__, err)) from None
+
+
+def _from_json(text):
     from .symbol import Symbol
+    if json_depth(text) > limits.MAX_NESTING:
+        raise _bad('nested more than %d levels deep' % limits.MAX_NESTING)
     try:
         graph = json.loads(text)
     except ValueError as err:
@@ -153,9 +192,7 @@ def from_json(text):
     elif version < MXNET_VERSION:
         logging.info('Loading symbol saved by previous version v%d.%d.%d. Attempting to '
                      'upgrade...', *_split_version(version))
-    raw_nodes = graph['nodes']
-    if not isinstance(raw_nodes, list):
-        raise _bad('nodes must be a list')
+    raw_nodes = _list(graph, 'nodes')
     nodes = []
     for i, raw in enumerate(raw_nodes):
         if not isinstance(raw, dict):
@@ -164,7 +201,8 @@ def from_json(text):
             if key not in _NODE_KEYS:
                 raise _bad('JSONReader: Unknown field %s' % key)
         name, op_name = raw.get('name'), raw.get('op')
-        if not isinstance(name, str) or not isinstance(op_name, str) or 'inputs' not in raw:
+        if not isinstance(name, str) or not isinstance(op_name, str) or \
+                not isinstance(raw.get('inputs'), list):
             raise _bad('node %d needs string "op", "name" and a list "inputs"' % i)
         attrs = {}
         for key in ('param', 'attr', 'attrs'):
@@ -180,11 +218,14 @@ def from_json(text):
                 raise MXNetError('Failed loading Op %s of type %s: Operator %s is not registered'
                                  % (name, op_name, op_name))
         inputs = [_entry(e, i, 'input of node %s' % name) for e in raw['inputs']]
-        nodes.append(Node(op, name, attrs, [(nodes[j], k) for j, k in inputs]))
-    for nid in graph['arg_nodes']:
+        node = Node(op, name, attrs, [(nodes[j], k) for j, k in inputs])
+        if op is not None:
+            _check_variadic(node, inputs)
+        nodes.append(node)
+    for nid in _list(graph, 'arg_nodes'):
         if not isinstance(nid, int) or not 0 <= nid < len(nodes) or nodes[nid].op is not None:
             raise _bad('arg_nodes entry %r is not a variable node' % (nid,))
-    heads = [_entry(e, len(nodes), 'head') for e in graph['heads']]
+    heads = [_entry(e, len(nodes), 'head') for e in _list(graph, 'heads')]
     _upgrade(nodes, version)
     for node in nodes:
         if node.op is not None:
@@ -193,6 +234,11 @@ def from_json(text):
                 raise MXNetError('Error in operator %s: %s expects %d inputs (%s), the JSON gives '
                                  '%d' % (node.name, node.op.name, len(node.input_names()),
                                          ', '.join(node.input_names()), len(node.inputs)))
+    for node in nodes:
+        for child, k in node.inputs:
+            if not 0 <= k < child.num_outputs():
+                raise _bad('node %s takes output %d of node %s, which has %d'
+                           % (node.name, k, child.name, child.num_outputs()))
     for nid, k in heads:
         if not 0 <= k < nodes[nid].num_outputs():
             raise _bad('head refers to output %d of node %s' % (k, nodes[nid].name))

@@ -397,5 +397,12 @@ def load_json(json_str):
 def load(fname):
     if not isinstance(fname, str):
         raise TypeError('fname required to be string')
-    with open(fname, 'r', encoding='utf-8') as f:
-        return load_json(f.read())
+    from .._safety import reading
+    with open(fname, 'rb') as f:
+        raw = f.read()
+    with reading(fname, 'symbol file'):
+        try:
+            text = raw.decode('utf-8')
+        except UnicodeDecodeError as err:
+            raise MXNetError('Invalid symbol JSON: not UTF-8 (%s)' % err) from None
+        return load_json(text)
