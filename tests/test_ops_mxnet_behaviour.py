@@ -234,3 +234,23 @@ def test_custom_op_python_error_is_mxnet_error():
 
     with pytest.raises(MXNetError, match='boom'):
         mx.nd.Custom(mx.nd.ones((2,)), op_type='mxtorch_test_failing').wait_to_read()
+
+
+def test_ctc_loss_ignores_frames_past_the_data_length():
+    rng = np.random.RandomState(0)
+    data = rng.randn(4, 2, 5).astype(np.float32)
+    label = mx.nd.array([[1, 2], [3, 0]])
+    lengths = mx.nd.array([3, 3])
+    padded = data.copy()
+    padded[3] = np.nan
+    grads = []
+    for d in (data, padded):
+        x = mx.nd.array(d)
+        x.attach_grad()
+        with mx.autograd.record():
+            loss = mx.nd.CTCLoss(x, label, lengths, use_data_lengths=True)
+        loss.backward()
+        grads.append(x.grad.asnumpy())
+        assert np.isfinite(loss.asnumpy()).all()
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+    np.testing.assert_array_equal(grads[1][3], 0)

@@ -257,6 +257,11 @@ def _ctc_loss(p, data, label, *lengths):
                             p.blank_label, label.tolist()))
     targets = torch.where(valid, labels, (blank + 1) % C)
     compute = data if data.dtype in (torch.float32, torch.float64) else data.float()
+    if data_lengths is not None:
+        # frames past a sequence's end are never read: NaN there is harmless, gradient 0
+        inside = torch.arange(T, device=data.device).unsqueeze(1) < input_lengths
+        zero = torch.zeros((), dtype=compute.dtype, device=data.device)
+        compute = torch.where(inside.unsqueeze(2), compute, zero)
     loss = torch.nn.functional.ctc_loss(
         torch.log_softmax(compute, dim=2), targets, input_lengths, target_lengths, blank=blank,
         reduction='none', zero_infinity=False)
