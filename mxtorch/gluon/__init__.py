@@ -3,7 +3,13 @@ Trainer, losses, layers, data loading) on mxtorch's NDArray, autograd, Symbol an
 from .parameter import Parameter, Constant, ParameterDict, DeferredInitializationError
 from .block import Block, HybridBlock, SymbolBlock
 from . import nn
+from . import rnn
 from . import loss
 from . import utils
 from . import data
 from .trainer import Trainer
+from . import contrib
+from ..ndarray.ndarray import NDArray as _NDArray
+from ..symbol import Symbol as _Symbol
+
+tensor_types = (_Symbol, _NDArray)

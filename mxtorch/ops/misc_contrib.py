@@ -70,9 +70,27 @@ register(OpDef('_contrib_arange_like', _arange_like,
                        'axis': Int(None)},
                infer_shape=_arange_like_shape, head_grad='zero'))
 
-# the RNN layers' packed parameter vector: Concat's computation and shape rule
+def _rnn_param_concat_shape(p, ins, outs):
+    """Concat's rule, except that one or two inputs of unknown size along `dim` (the first
+    layer's input weights of both directions) share what the known output leaves equally."""
+    unknown = [i for i, s in enumerate(ins) if s is None or not known(s)]
+    if len(unknown) == 2 and outs[0] is not None and known(outs[0]):
+        first = [s for s in ins if s is not None and known(s)]
+        axis = p.dim % len(outs[0])
+        rest = outs[0][axis] - sum(s[axis] for s in first)
+        require(rest >= 0 and rest % 2 == 0, '_rnn_param_concat: the output has %d along dim '
+                '%d, the known inputs already %d', outs[0][axis], p.dim, outs[0][axis] - rest)
+        ins = list(ins)
+        for i in unknown:
+            shape = list(ins[i] if ins[i] is not None else outs[0])
+            shape[axis] = rest // 2
+            ins[i] = merge(ins[i], tuple(shape)) if ins[i] is not None else tuple(shape)
+    return _concat_shape(p, ins, outs)
+
+
+# the RNN layers' packed parameter vector: Concat's computation
 register(OpDef('_rnn_param_concat', _concat, params={'num_args': Int(), 'dim': Int(1)},
-               variadic='num_args', infer_shape=_concat_shape))
+               variadic='num_args', infer_shape=_rnn_param_concat_shape))
 
 
 # ---------------------------------------------------------------------------------------------
