@@ -867,3 +867,13 @@ def test_lazy_update_off_and_sparse_adagrad_decay():
     opt = mx.optimizer.AdaGrad(learning_rate=0.1, wd=0.1)
     with pytest.raises(mx.MXNetError, match='does not support weight decay'):
         opt.update(0, weight, grad, opt.create_state(0, weight))
+
+
+def test_lbsgd_matches_mxnet():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('gen_lbsgd', FIXTURES / 'gen_lbsgd.py')
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    expected = np.load(FIXTURES / 'lbsgd.npy')
+    np.testing.assert_allclose(gen.lbsgd_runs(mx), expected, rtol=1e-6, atol=1e-6)
+    assert isinstance(mx.optimizer.create('lbsgd'), mx.optimizer.LBSGD)

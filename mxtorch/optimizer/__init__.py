@@ -1,9 +1,9 @@
 """mx.optimizer: optimizers, the registry behind `mx.optimizer.create`, and the Updater."""
-from .optimizer import (Optimizer, register, create, SGD, ccSGD, NAG, Signum, FTML, LARS, LAMB,
-                        DCASGD, SGLD, Adam, AdaGrad, RMSProp, AdaDelta, Ftrl, Adamax, Nadam, Test,
+from .optimizer import (Optimizer, register, create, SGD, ccSGD, LBSGD, NAG, Signum, FTML, LARS,
+                        LAMB, DCASGD, SGLD, Adam, AdaGrad, RMSProp, AdaDelta, Ftrl, Adamax, Nadam, Test,
                         Updater, get_updater)
 from . import optimizer
 
-__all__ = ['Optimizer', 'register', 'create', 'SGD', 'ccSGD', 'NAG', 'Signum', 'FTML', 'LARS',
-           'LAMB', 'DCASGD', 'SGLD', 'Adam', 'AdaGrad', 'RMSProp', 'AdaDelta', 'Ftrl', 'Adamax',
+__all__ = ['Optimizer', 'register', 'create', 'SGD', 'ccSGD', 'LBSGD', 'NAG', 'Signum', 'FTML',
+           'LARS', 'LAMB', 'DCASGD', 'SGLD', 'Adam', 'AdaGrad', 'RMSProp', 'AdaDelta', 'Ftrl', 'Adamax',
            'Nadam', 'Test', 'Updater', 'get_updater']

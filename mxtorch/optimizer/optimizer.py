@@ -20,8 +20,8 @@ from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, from_torch, zeros
 from . import serialization
 
-__all__ = ['Optimizer', 'register', 'create', 'SGD', 'ccSGD', 'NAG', 'Signum', 'FTML', 'LARS',
-           'LAMB', 'DCASGD', 'SGLD', 'Adam', 'AdaGrad', 'RMSProp', 'AdaDelta', 'Ftrl', 'Adamax',
+__all__ = ['Optimizer', 'register', 'create', 'SGD', 'ccSGD', 'LBSGD', 'NAG', 'Signum', 'FTML',
+           'LARS', 'LAMB', 'DCASGD', 'SGLD', 'Adam', 'AdaGrad', 'RMSProp', 'AdaDelta', 'Ftrl', 'Adamax',
            'Nadam', 'Test', 'Updater', 'get_updater']
 
 
@@ -365,6 +365,37 @@ def _momentum_step(weights, steps, moms, momentum):
     torch._foreach_add_(weights, steps)
 
 
+def _sgd_rule(weights, grads, states, lrs, wds, rescale, bound, momentum):
+    """SGD in place, a few multi-tensor calls per (lr, wd) group, no temporaries unless
+    clipping: m = momentum*m - lr*rescale*g - lr*wd*w; w += m (or, without momentum,
+    w = (1 - lr*wd)*w - lr*rescale*g)."""
+    groups = {}
+    for i, key in enumerate(zip(lrs, wds)):
+        groups.setdefault(key, []).append(i)
+    with torch.no_grad():
+        for (lr, wd), members in groups.items():
+            lr, wd = float(lr), float(wd)
+            w = [weights[i]._tensor for i in members]
+            g = [grads[i]._tensor for i in members]
+            g_scale = -lr * rescale
+            if bound is not None:                 # the weight decay comes after the clip
+                g = torch._foreach_mul(g, rescale)
+                torch._foreach_clamp_min_(g, -bound)
+                torch._foreach_clamp_max_(g, bound)
+                g_scale = -lr
+            if states[members[0]] is None:
+                if wd:
+                    torch._foreach_mul_(w, 1.0 - lr * wd)
+                torch._foreach_add_(w, g, alpha=g_scale)
+                continue
+            m = [states[i]._tensor for i in members]
+            torch._foreach_mul_(m, momentum)
+            torch._foreach_add_(m, g, alpha=g_scale)
+            if wd:
+                torch._foreach_add_(m, w, alpha=-lr * wd)
+            torch._foreach_add_(w, m)
+
+
 @register
 class SGD(Optimizer):
     """SGD with optional momentum (the buffer holds lr-scaled, sign-negative steps):
@@ -391,41 +422,125 @@ class SGD(Optimizer):
         return self.lazy_update
 
     def _step(self, indices, weights, grads, states):
-        """In place, a few multi-tensor calls per (lr, wd) group, no temporaries unless
-        clipping: m = momentum*m - lr*rescale*g - lr*wd*w; w += m (or, without momentum,
-        w = (1 - lr*wd)*w - lr*rescale*g)."""
         self._update_count(indices)
-        groups = {}
-        rescale, bound = float(self.rescale_grad), self._clip_bound()
-        for i, key in enumerate(zip(self._get_lrs(indices), self._get_wds(indices))):
-            groups.setdefault(key, []).append(i)
-        with torch.no_grad():
-            for (lr, wd), members in groups.items():
-                lr, wd = float(lr), float(wd)
-                w = [weights[i]._tensor for i in members]
-                g = [grads[i]._tensor for i in members]
-                g_scale = -lr * rescale
-                if bound is not None:                 # the weight decay comes after the clip
-                    g = torch._foreach_mul(g, rescale)
-                    torch._foreach_clamp_min_(g, -bound)
-                    torch._foreach_clamp_max_(g, bound)
-                    g_scale = -lr
-                if states[members[0]] is None:
-                    if wd:
-                        torch._foreach_mul_(w, 1.0 - lr * wd)
-                    torch._foreach_add_(w, g, alpha=g_scale)
-                    continue
-                m = [states[i]._tensor for i in members]
-                torch._foreach_mul_(m, float(self.momentum))
-                torch._foreach_add_(m, g, alpha=g_scale)
-                if wd:
-                    torch._foreach_add_(m, w, alpha=-lr * wd)
-                torch._foreach_add_(w, m)
+        _sgd_rule(weights, grads, states, self._get_lrs(indices), self._get_wds(indices),
+                  float(self.rescale_grad), self._clip_bound(), float(self.momentum))
 
 
 @register
 class ccSGD(SGD):
     """Alias of SGD kept for old scripts."""
+
+
+@register
+class LBSGD(Optimizer):
+    """Large-batch SGD: SGD (with momentum) on gradients accumulated over `batch_scale`
+    updates, with a warm-up multiplier on the learning rate. As MXNet 1.9.1's LBSGD:
+
+    * each update adds `grad` to a running sum per index (the very first update keeps `grad`
+      itself, not a copy) and counts it, the count starting from
+      begin_epoch * updates_per_epoch;
+    * when that count is a multiple of `batch_scale`, SGD runs on sum / batch_scale with
+      lr * mult: for warmup_strategy 'lars', mult = sqrt(|w|^2 / (|g|^2 + wd |w|^2 + 1e-18))
+      clipped to [0.01, 100]; otherwise mult grows from 1 to batch_scale over
+      warmup_epochs * updates_per_epoch counts ('linear', 'power2' or 'sqrt'; any other name
+      keeps 1) and is batch_scale afterwards; then the sum restarts from 0 (the count goes on);
+    * other updates only accumulate.
+    """
+
+    def __init__(self, momentum=0.0, multi_precision=False, warmup_strategy='linear',
+                 warmup_epochs=5, batch_scale=1, updates_per_epoch=32, begin_epoch=0,
+                 num_epochs=60, **kwargs):
+        super().__init__(multi_precision=multi_precision, **kwargs)
+        self.momentum = momentum
+        self.warmup_strategy = warmup_strategy
+        self.warmup_epochs = warmup_epochs
+        self.batch_scale = batch_scale
+        self.updates_per_epoch = updates_per_epoch
+        self.init_updates = begin_epoch * updates_per_epoch
+        self.num_epochs = num_epochs
+        self.lbmult = 1
+        self.cumgrads = {}
+        self.adaptive = False
+        self.admult = 1
+
+    def create_state(self, index, weight):
+        momentum = None
+        if self.multi_precision and weight.dtype == np.float16:
+            if self.momentum != 0.0:
+                momentum = zeros(weight.shape, weight.context, dtype=np.float32)
+            return momentum, weight.astype(np.float32)
+        if weight.dtype == np.float16 and not self.multi_precision:
+            warnings.warn('Accumulating with float16 in optimizer can lead to poor accuracy or '
+                          'slow convergence. Consider using multi_precision=True option of the '
+                          'SGD optimizer')
+        if self.momentum != 0.0:
+            momentum = _zeros_like(weight)
+        return momentum
+
+    def _get_lbmult(self, nup):
+        """The warm-up multiplier of the learning rate after `nup` accumulated updates."""
+        nwup = self.warmup_epochs * self.updates_per_epoch
+        maxmult = float(self.batch_scale)
+        if nup >= nwup:
+            return maxmult
+        if nwup <= 1:
+            return 1.0
+        ramp = {'linear': nup / nwup, 'power2': (nup * nup) / (nwup * nwup),
+                'sqrt': math.sqrt(float(nup) / nwup)}.get(self.warmup_strategy)
+        return 1.0 if ramp is None else 1.0 + (maxmult - 1) * ramp
+
+    def _get_lars(self, weight, g, wd):
+        """The layer-wise (LARS) multiplier of the learning rate."""
+        weight2, grad2 = self._l2norm(weight), self._l2norm(g)
+        lars = math.sqrt(weight2 / (grad2 + wd * weight2 + 1e-18))
+        return min(max(lars, 0.01), 100)
+
+    @staticmethod
+    def _l2norm(v):
+        """The squared L2 norm (float32 sum)."""
+        return (v * v).asnumpy().sum()
+
+    def _reset_cum_gradient(self, index):
+        self.cumgrads[index]['cum_grad'] = 0
+
+    def _get_cum_gradient(self, index):
+        return self.cumgrads.get(index, {})
+
+    def _put_cum_gradient(self, index, cgrad):
+        self.cumgrads[index] = cgrad
+
+    def _cumulate_gradient(self, grad, index):
+        cgrad = self._get_cum_gradient(index)
+        if cgrad and cgrad['num_cums'] > 0:
+            cgrad = {'cum_grad': cgrad['cum_grad'] + grad, 'num_cums': cgrad['num_cums'] + 1}
+        else:
+            cgrad = {'cum_grad': grad, 'num_cums': self.init_updates + 1}
+        self._put_cum_gradient(index, cgrad)
+        return cgrad
+
+    def update(self, index, weight, grad, state):
+        if not isinstance(weight, NDArray) or not isinstance(grad, NDArray):
+            raise TypeError('LBSGD.update: weight and grad must be NDArrays')
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        self._update_count(index)
+        cgrad = self._cumulate_gradient(grad, index)
+        if cgrad['num_cums'] % self.batch_scale != 0:
+            return
+        grad = cgrad['cum_grad'] / self.batch_scale
+        if self.warmup_strategy == 'lars':
+            lr *= self._get_lars(weight, grad, wd)
+        else:
+            lr *= self._get_lbmult(cgrad['num_cums'])
+        rule = (float(self.rescale_grad), self._clip_bound(), float(self.momentum))
+        if not isinstance(state, (list, tuple)):
+            _sgd_rule([weight], [grad], [state], [lr], [wd], *rule)
+        else:
+            momentum, master = state            # an fp16 weight through its fp32 master copy
+            _sgd_rule([master], [grad.astype(np.float32)], [momentum], [lr], [wd], *rule)
+            with torch.no_grad():
+                weight._tensor.copy_(master._tensor)
+        self._reset_cum_gradient(index)
 
 
 @register
@@ -1056,9 +1171,10 @@ class Updater:
             return type(state)(self.sync_state_context(s, context) for s in state)
         return state
 
-    def set_states(self, states):
+    def set_states(self, states, check=None):
         """Load states pickled by `get_states` (or by MXNet); a (states, optimizer) pair also
-        replaces the optimizer. Only arrays, containers and optimizer/scheduler objects load."""
+        replaces the optimizer. Only arrays, containers and optimizer/scheduler objects load.
+        `check(states, optimizer)` may reject them before anything is changed."""
         loaded = serialization.loads(states)
         opt = self.optimizer
         if isinstance(loaded, tuple) and len(loaded) == 2:
@@ -1069,6 +1185,8 @@ class Updater:
         if not isinstance(loaded, dict):
             raise ValueError('optimizer states must unpickle to a dict index -> state, got %s'
                              % type(loaded).__name__)
+        if check is not None:
+            check(loaded, opt)
         self.states, self.optimizer = loaded, opt
         self.states_synced = dict.fromkeys(self.states, False)
 
