@@ -254,3 +254,16 @@ def test_ctc_loss_ignores_frames_past_the_data_length():
         assert np.isfinite(loss.asnumpy()).all()
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
     np.testing.assert_array_equal(grads[1][3], 0)
+
+
+def test_correlation_abs_gradient_at_ties_is_plus_one():
+    # equal inputs: every |a - b| is a tie; MXNet's gradient takes sign +1 for data1, -1 for data2
+    x = mx.nd.ones((1, 1, 3, 3))
+    a, b = x.copy(), x.copy()
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.Correlation(a, b, kernel_size=1, max_displacement=0, pad_size=0)
+    out.backward()
+    np.testing.assert_array_equal(a.grad.asnumpy(), np.ones((1, 1, 3, 3)))
+    np.testing.assert_array_equal(b.grad.asnumpy(), -np.ones((1, 1, 3, 3)))

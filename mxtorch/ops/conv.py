@@ -1001,7 +1001,8 @@ def _correlation(p, data1, data2):
             if p.is_multiply:
                 maps.append((window * shifted).sum(dim=1))
             else:
-                maps.append((window - shifted).abs().sum(dim=1))
+                diff = window - shifted      # |diff| whose gradient at a tie is +1 (MXNet's)
+                maps.append(torch.where(diff >= 0, diff, -diff).sum(dim=1))
     cells = torch.stack(maps, dim=1)
     if k > 1 or s1 > 1:
         cells = F.avg_pool2d(cells, k, s1, divisor_override=1)
