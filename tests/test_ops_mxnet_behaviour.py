@@ -263,7 +263,8 @@ def test_correlation_abs_gradient_at_ties_is_plus_one():
     a.attach_grad()
     b.attach_grad()
     with mx.autograd.record():
-        out = mx.nd.Correlation(a, b, kernel_size=1, max_displacement=0, pad_size=0)
+        out = mx.nd.Correlation(a, b, kernel_size=1, max_displacement=0, pad_size=0,
+                               is_multiply=False)
     out.backward()
     np.testing.assert_array_equal(a.grad.asnumpy(), np.ones((1, 1, 3, 3)))
     np.testing.assert_array_equal(b.grad.asnumpy(), -np.ones((1, 1, 3, 3)))
