@@ -21,6 +21,8 @@ from . import optimizer, lr_scheduler
 from . import metric
 from . import io
 from . import recordio
+from . import image
+from . import image as img
 from . import kvstore
 from . import kvstore as kv
 from . import model

@@ -1,6 +1,6 @@
 """mx.nd: NDArray, its creation functions, file I/O and one function per registered operator."""
 from .. import ops as _ops  # noqa: F401  (registers every operator)
-from . import _internal, op, contrib, linalg
+from . import _internal, op, contrib, linalg, image
 from .ndarray import (NDArray, array, empty, zeros, ones, full, arange, concatenate, moveaxis,
                       waitall, from_numpy, from_torch, onehot_encode, invoke,
                       to_dlpack_for_read, to_dlpack_for_write, from_dlpack)
@@ -17,7 +17,8 @@ def _install():
         setattr(op, name, fn)
         if name.startswith('_'):
             setattr(_internal, name, fn)
-        for prefix, module in (('_contrib_', contrib), ('_linalg_', linalg)):
+        for prefix, module in (('_contrib_', contrib), ('_linalg_', linalg),
+                               ('_image_', image)):
             if name.startswith(prefix):     # named after the short name, as MXNet's
                 short = name[len(prefix):]
                 setattr(module, short, _make_function(_ops.get_op(name), short))

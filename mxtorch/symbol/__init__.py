@@ -1,6 +1,6 @@
 """mx.sym / mx.symbol: Symbol, Variable, Group, load/load_json and one function per operator."""
 from .. import ops as _ops  # noqa: F401  (registers every operator)
-from . import _internal, op, contrib, linalg
+from . import _internal, op, contrib, linalg, image
 from .symbol import Symbol, var, Variable, Group, load, load_json
 from .register import generated_functions as _generated_functions, create as _create
 from .register import make_function as _make_function
@@ -15,7 +15,8 @@ def _install():
         setattr(op, name, fn)
         if name.startswith('_'):
             setattr(_internal, name, fn)
-        for prefix, module in (('_contrib_', contrib), ('_linalg_', linalg)):
+        for prefix, module in (('_contrib_', contrib), ('_linalg_', linalg),
+                               ('_image_', image)):
             if name.startswith(prefix):     # named after the short name, as MXNet's
                 short = name[len(prefix):]
                 setattr(module, short, _make_function(name, short))

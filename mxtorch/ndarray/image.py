@@ -1,0 +1,1 @@
+"""mx.nd.image: operators registered as `_image_<name>`, under `<name>`."""

@@ -1,0 +1,1 @@
+"""mx.sym.image: operators registered as `_image_<name>`, under `<name>`."""
