@@ -1,2 +1,6 @@
-"""mx.gluon.contrib: experimental layers, recurrent cells and the training Estimator."""
+"""mx.gluon.contrib: experimental layers, recurrent cells, samplers and the training
+Estimator."""
+from . import nn
 from . import rnn
+from . import cnn
+from . import data
