@@ -234,7 +234,7 @@ class DistKVStore(KVStore):
                 payload[0] = f.read()
         self._cluster.collective('load_optimizer_states',
                                  lambda: dist.broadcast_object_list(payload, src=0))
-        self._updater.set_states(payload[0])
+        self._set_states(payload[0], fname)
 
 
 class AllWorkersMetric(metric.EvalMetric):

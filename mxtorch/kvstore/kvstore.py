@@ -6,10 +6,12 @@ apply the sum to it; `pull` copies the stored value out to every given array.
 """
 import torch
 
+from .._safety import reading
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from ..ndarray.serialization import atomic_write
 from ..optimizer import get_updater
+from ..optimizer.serialization import check_states
 from .base import KVStoreBase
 from .compression import TwoBitCompression
 
@@ -148,7 +150,8 @@ class KVStore(KVStoreBase):
                 stored[:] = summed
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
-        """Copy each key's stored value into its out array(s)."""
+        """Copy each key's stored value into its out array(s). With ignore_sparse (the default),
+        sparse outs are left as they are (as MXNet, which expects row_sparse_pull for them)."""
         if out is None:
             raise MXNetError('pull needs `out` arrays')
         keys, outs = _key_list(key, out)
@@ -156,6 +159,8 @@ class KVStore(KVStoreBase):
             self._check_key(k)
             stored = self._stored(k)
             for dst in self._check_shapes(k, _arrays(o, 'out'), 'out'):
+                if ignore_sparse and dst.stype != 'default':
+                    continue
                 stored.copyto(dst)
 
     def pushpull(self, key, value, out=None, priority=0):
@@ -246,7 +251,15 @@ class KVStore(KVStoreBase):
         atomic_write(fname, self._updater.get_states(dump_optimizer))
 
     def load_optimizer_states(self, fname):
+        """Load the states of `fname`, checked first against the stored parameters (keys,
+        shapes, dtypes): a file that does not fit changes nothing and raises MXNetError."""
         if self._updater is None:
             raise MXNetError('Cannot load states: no optimizer is set on the kvstore')
         with open(fname, 'rb') as f:
-            self._updater.set_states(f.read())
+            data = f.read()
+        self._set_states(data, fname)
+
+    def _set_states(self, data, fname):
+        with reading(fname, 'optimizer states file'):
+            self._updater.set_states(data, check=lambda states, optimizer: check_states(
+                states, optimizer, self._store))

@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 
 from .. import optimizer as opt
+from .._safety import reading
 from ..base import MXNetError
 from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
@@ -13,6 +14,7 @@ from ..kvstore import worker_rank
 from ..model import _create_kvstore, _initialize_kvstore, _update_params, load_checkpoint
 from ..ndarray import NDArray, array as nd_array, zeros
 from ..ndarray.serialization import atomic_write
+from ..optimizer.serialization import check_states
 from .base_module import BaseModule, ModuleStateError, check_input_names, parse_data_desc
 from .executor_group import DataParallelExecutorGroup
 
@@ -363,12 +365,25 @@ class Module(BaseModule):
             atomic_write(fname, self._updater.get_states())
 
     def load_optimizer_states(self, fname):
+        """Load the states of `fname`, checked first against the bound parameters (count,
+        shapes, dtypes): a file that does not fit changes nothing and raises MXNetError."""
         self._require(optimizer=True, what='load_optimizer_states')
         if self._update_on_kvstore:
             self._kvstore.load_optimizer_states(fname)
-        else:
-            with open(fname, 'rb') as f:
-                self._updater.set_states(f.read())
+            return
+        with open(fname, 'rb') as f:
+            data = f.read()
+        group, num_device = self._exec_group, len(self._context)
+        weights = {}
+        for name, arrays in zip(group.param_names, group.param_arrays):
+            for k, weight in enumerate(arrays):
+                weights[self._param_index[name] * num_device + k] = weight
+        known = set(range(len(self._param_index) * num_device))
+
+        def check(states, optimizer):
+            check_states(states, optimizer, weights, known)
+        with reading(fname, 'optimizer states file'):
+            self._updater.set_states(data, check=check)
 
     # ---- computation -----------------------------------------------------------------------------
     def forward(self, data_batch, is_train=None):

@@ -9,11 +9,20 @@ writes, so the pure-Python pickler (`pickle._Pickler`) is subclassed to write th
 Reading: a restricted unpickler resolves only the NDArray classes (dense and sparse, both
 densified), the optimizer and scheduler classes known to mxtorch (built-in or registered with
 `mx.optimizer.register`) and `bytearray`; any other global raises `pickle.UnpicklingError`.
+The opcodes are checked first (every length against the bytes present: the C unpickler
+allocates a declared bytearray length before reading it), nesting is bounded, and any malformed
+input raises `StatesError`, an MXNetError (and an UnpicklingError). `check_states` compares
+loaded states with the parameters they are for.
 """
 import copyreg
 import io
 import pickle
+import pickletools
 
+import numpy as np
+
+from .._safety import PARSE_ERRORS, limits
+from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from ..ndarray.serialization import decode_record, encode_record
 from .. import lr_scheduler
@@ -142,33 +151,123 @@ class _RestrictedUnpickler(pickle.Unpickler):
         return copyreg._reconstructor(cls, base, state)
 
 
-def _restore(obj, memo, classes):
+def _restore(obj, memo, classes, depth):
     """Replace every _PickledArray inside dicts, tuples, lists and the attributes of optimizer
-    and scheduler objects by an NDArray on CPU."""
+    and scheduler objects by an NDArray on CPU (cycles kept, nesting bounded)."""
     key = id(obj)
     if key in memo:
         return memo[key]
+    if depth > limits.MAX_NESTING:
+        raise StatesError('optimizer states nest more than %d levels deep' % limits.MAX_NESTING)
+    depth += 1
     if type(obj) in classes:
         memo[key] = obj
-        obj.__dict__.update(_restore(obj.__dict__, memo, classes))
+        if not isinstance(getattr(obj, '__dict__', None), dict):
+            raise StatesError('%s object without attributes' % type(obj).__name__)
+        obj.__dict__.update(_restore(obj.__dict__, memo, classes, depth))
         return obj
     if isinstance(obj, _PickledArray):
         out = None if obj.record is None else decode_record(bytes(obj.record))
     elif isinstance(obj, tuple):
-        out = tuple(_restore(x, memo, classes) for x in obj)
+        out = tuple(_restore(x, memo, classes, depth) for x in obj)
     elif isinstance(obj, list):
-        out = [_restore(x, memo, classes) for x in obj]
+        out = memo[key] = []
+        out.extend(_restore(x, memo, classes, depth) for x in obj)
     elif isinstance(obj, dict):
-        out = {k: _restore(v, memo, classes) for k, v in obj.items()}
+        out = memo[key] = {}
+        out.update((k, _restore(v, memo, classes, depth)) for k, v in obj.items())
     else:
         return obj
     memo[key] = out
     return out
 
 
+class StatesError(MXNetError, pickle.UnpicklingError):
+    """Malformed or refused optimizer states."""
+
+
+def _check_opcodes(data):
+    """Walk the pickle's opcodes (their arguments are read, bounded by the bytes present) before
+    the unpickler sees them."""
+    stream = io.BytesIO(data)
+    try:
+        for opcode, _, _ in pickletools.genops(stream):
+            if opcode.name in ('NEXT_BUFFER', 'READONLY_BUFFER', 'PERSID', 'BINPERSID', 'EXT1',
+                               'EXT2', 'EXT4'):
+                raise StatesError('optimizer states use pickle opcode %s, which MXNet never '
+                                  'writes' % opcode.name)
+    except StatesError:
+        raise
+    except PARSE_ERRORS as err:
+        raise StatesError('optimizer states are not a valid pickle: %s' % err) from None
+    if stream.tell() != len(data):
+        raise StatesError('optimizer states have %d bytes after the end of the pickle'
+                          % (len(data) - stream.tell()))
+
+
 def loads(data):
     """Unpickle optimizer states written by MXNet or by `dumps`, refusing any other global."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError('optimizer states must be bytes, got %s' % type(data).__name__)
-    unpickler = _RestrictedUnpickler(io.BytesIO(data))
-    return _restore(unpickler.load(), {}, set(unpickler.classes.values()))
+    data = bytes(data)
+    if not data:
+        raise StatesError('optimizer states are empty')
+    _check_opcodes(data)
+    try:
+        unpickler = _RestrictedUnpickler(io.BytesIO(data))
+        return _restore(unpickler.load(), {}, set(unpickler.classes.values()), 0)
+    except (StatesError, pickle.UnpicklingError) as err:
+        if isinstance(err, StatesError):
+            raise
+        raise StatesError(str(err)) from None
+    except MXNetError:
+        raise
+    except PARSE_ERRORS as err:
+        raise StatesError('optimizer states cannot be loaded: %s: %s'
+                          % (type(err).__name__, err)) from None
+
+
+def check_states(states, optimizer, weights, known=None):
+    """Raise MXNetError unless `states` ({index: state}) fit the parameters they are for:
+    `weights` maps an optimizer index to its weight; each state must have the structure, shapes
+    and dtypes `optimizer` creates for that weight. Indices in `known` but not in `weights`
+    (parameters not bound here) pass unchecked; any other index is refused."""
+    for index, state in states.items():
+        weight = weights.get(index)
+        if weight is None:
+            if known is not None and index in known:
+                continue
+            raise MXNetError('the optimizer states hold a state for index %r, but the model has '
+                             'no such parameter (its %d indices are %s)'
+                             % (index, len(weights), _some(sorted(weights, key=str))))
+        name = optimizer.idx2name.get(index, index) if getattr(optimizer, 'idx2name', None) \
+            else index
+        expected = optimizer.create_state_multi_precision(index, weight)
+        _compare(state, expected, 'the state of parameter %s' % (name,))
+
+
+def _some(items, limit=8):
+    shown = ', '.join(str(i) for i in items[:limit])
+    return '[%s%s]' % (shown, ', ...' if len(items) > limit else '')
+
+
+def _compare(state, expected, what):
+    if isinstance(expected, NDArray):
+        if not isinstance(state, NDArray):
+            raise MXNetError('%s should be an array of shape %s, the file holds %s'
+                             % (what, expected.shape, type(state).__name__))
+        if tuple(state.shape) != tuple(expected.shape) or \
+                np.dtype(state.dtype) != np.dtype(expected.dtype):
+            raise MXNetError('%s has shape %s and dtype %s in the file, but the model needs %s '
+                             'and %s' % (what, tuple(state.shape), np.dtype(state.dtype).name,
+                                         tuple(expected.shape), np.dtype(expected.dtype).name))
+    elif isinstance(expected, (tuple, list)):
+        if not isinstance(state, (tuple, list)) or len(state) != len(expected):
+            raise MXNetError('%s should be a sequence of %d, the file holds %s'
+                             % (what, len(expected), type(state).__name__ if not
+                                isinstance(state, (tuple, list)) else 'one of %d' % len(state)))
+        for k, (part, exp) in enumerate(zip(state, expected)):
+            _compare(part, exp, '%s[%d]' % (what, k))
+    elif expected is None and state is not None:
+        raise MXNetError('%s should be empty (None), the file holds %s'
+                         % (what, type(state).__name__))
