@@ -41,4 +41,7 @@ from . import random as rnd
 from . import contrib, engine, log, profiler, runtime, util
 from .util import is_np_shape, set_np_shape, np_shape, use_np_shape
 from .util import is_np_array, np_array, use_np_array, use_np, set_np, reset_np
+from . import numpy, numpy_extension
+from . import numpy as np
+from . import numpy_extension as npx
 from . import gluon

@@ -10,8 +10,9 @@ through either name are shared. The modules keep their mxtorch names (`mx.__name
 Nothing is written to disk (no `mxnet` package, no .pth file): another process, or this one
 after `uninstall()`, sees a real MXNet installation, or none, exactly as before.
 
-MXNet's NumPy interface is outside mxtorch's scope; importing it raises an ImportError that
-says so. Other MXNet modules mxtorch lacks raise ModuleNotFoundError.
+MXNet modules mxtorch lacks raise ModuleNotFoundError; a module listed in OUT_OF_SCOPE raises
+an ImportError that says it is outside mxtorch's scope. MXNet's NumPy interface (`mxnet.numpy`,
+`mxnet.numpy_extension`, `mx.np`, `mx.npx`) is mxtorch.numpy / mxtorch.numpy_extension.
 
 MXNet-era scripts also use NumPy 1.x names that NumPy 2 removed (`np.int`, `np.float`,
 `np.bool`, `np.NaN`, `np.fromstring` on bytes, ...). While the alias is installed, those names
@@ -36,9 +37,9 @@ TARGET = 'mxtorch'
 
 SCOPE = ("mxtorch reimplements MXNet 1.x's symbolic stack (mx.nd, mx.sym, executors, the "
          "mx.mod Module API, io, recordio, metric, optimizer, initializer, kvstore, callback, "
-         "model, monitor, rnn, operator, test_utils, viz, profiler, runtime, engine, log, util)")
-OUT_OF_SCOPE = {'numpy': "MXNet's NumPy interface", 'np': "MXNet's NumPy interface",
-                'numpy_extension': "MXNet's NumPy extensions", 'npx': "MXNet's NumPy extensions"}
+         "model, monitor, rnn, operator, test_utils, viz, profiler, runtime, engine, log, util), "
+         "Gluon and the NumPy interface (mx.np, mx.npx)")
+OUT_OF_SCOPE = {}        # first-level mxnet modules refused with an explanation (none now)
 
 
 class _AliasLoader(importlib.abc.Loader):

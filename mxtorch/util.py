@@ -1,5 +1,5 @@
-"""mx.util: GPU queries, environment variables and MXNet's NumPy-shape switch (mxtorch's shapes
-always follow NumPy; the rest of MXNet's NumPy interface is out of scope)."""
+"""mx.util: GPU queries, environment variables and MXNet's NumPy-shape and NumPy-array switches
+(mx.np / mx.npx are mxtorch.numpy / mxtorch.numpy_extension)."""
 import functools
 import os
 import threading

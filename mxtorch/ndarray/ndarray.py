@@ -21,6 +21,9 @@ from ..ops.params import Params
 from ..ops.registry import get_op
 
 py_slice = slice      # MXNet's alias for the built-in, kept for `from mxnet.ndarray.ndarray import`
+# MXNet's storage-type ids (as in Symbol attributes such as __storage_type__)
+_STORAGE_TYPE_STR_TO_ID = {'undefined': -1, 'default': 0, 'row_sparse': 1, 'csr': 2}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
 
 
 def _ctx_of_tensor(tensor):
@@ -31,6 +34,7 @@ class NDArray:
     """A handle over a torch.Tensor and the Context it lives on."""
     __slots__ = ('_tensor', '_ctx', 'writable', '_grad', '_grad_req', '_fresh', '__weakref__')
     __array_priority__ = 1000.0
+    _np_array = False          # True for mx.np.ndarray (mxtorch/numpy)
 
     def __init__(self, tensor=None, ctx=None, writable=True, handle=None):
         if handle is not None:             # MXNet's NDArray(handle=...), from base._LIB
@@ -552,6 +556,8 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
                 engine.mark(failure, [o._tensor])
         return out
     wrapped = [_wrap(r, ctx) for r in visible]
+    if inputs and inputs[0]._np_array:         # mx.np arrays in, mx.np arrays out
+        wrapped = [w.as_np_ndarray() for w in wrapped]
     return wrapped[0] if len(wrapped) == 1 else wrapped
 
 
