@@ -14,6 +14,8 @@ The op's arrays are NDArrays; forward/backward run inside a torch.autograd.Funct
 (ops/custom.py), so they take part in executors and mx.autograd alike.
 """
 import collections
+import itertools
+import warnings
 
 from .base import MXNetError
 from .ops import custom as _custom
@@ -135,3 +137,98 @@ def get_operator_arguments(op_name):
     names = list(names) + params
     types = types + [op.params[k].type_string() for k in params]
     return OperatorArguments(len(names), names, types)
+
+
+# ---- MXNet's deprecated Python operators (PythonOp / NumpyOp / NDArrayOp) -----------------------
+# Each instance becomes a Custom operator of its own: get_symbol registers a CustomOpProp that
+# runs the instance's forward/backward (on NumPy arrays for NumpyOp, NDArrays for NDArrayOp).
+class PythonOp:
+    """Base class of MXNet's old-style Python operators (superseded by CustomOp)."""
+    _instances = itertools.count()
+
+    def __init__(self, need_top_grad=True):
+        self.need_top_grad_ = need_top_grad
+        self._op_type = None
+
+    def __call__(self, *args, **kwargs):
+        return self.get_symbol(*args, **kwargs)
+
+    def get_symbol(self, *args, **kwargs):
+        """A symbol applying this operator to the argument symbols."""
+        from . import symbol
+        if self._op_type is None:
+            self._op_type = '_legacy_python_op_%d' % next(PythonOp._instances)
+            register(self._op_type)(_legacy_prop(self))
+        return symbol.Custom(*args, op_type=self._op_type, **kwargs)
+
+    def forward(self, in_data, out_data):
+        out_data[0][:] = in_data[0]
+
+    def backward(self, out_grad, in_data, out_data, in_grad):
+        in_grad[0][:] = 1.0
+
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0]]
+
+    def list_outputs(self):
+        return ['output']
+
+    def list_arguments(self):
+        return ['data']
+
+    def need_top_grad(self):
+        return self.need_top_grad_
+
+    def _call(self, method, groups):
+        getattr(self, method)(**groups)
+
+
+class NDArrayOp(PythonOp):
+    """An old-style Python operator computing on NDArrays."""
+
+    def __init__(self, need_top_grad=True):
+        super().__init__(need_top_grad)
+        warnings.warn('NDArrayOp has been deprecated. Please use CustomOp')
+
+
+class NumpyOp(PythonOp):
+    """An old-style Python operator computing on NumPy arrays (written in place)."""
+
+    def __init__(self, need_top_grad=True):
+        super().__init__(need_top_grad)
+        warnings.warn('NumpyOp has been deprecated. Please use CustomOp')
+
+    def _call(self, method, groups):
+        views = {k: [a.asnumpy() for a in arrays] for k, arrays in groups.items()}
+        getattr(self, method)(**views)
+        written = 'out_data' if method == 'forward' else 'in_grad'
+        for arr, value in zip(groups[written], views[written]):
+            arr[:] = value
+
+
+def _legacy_prop(pyop):
+    class Bridge(CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            pyop._call('forward', {'in_data': in_data, 'out_data': out_data})
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            pyop._call('backward', {'out_grad': out_grad, 'in_data': in_data,
+                                    'out_data': out_data, 'in_grad': in_grad})
+
+    class Prop(CustomOpProp):
+        def __init__(self):
+            super().__init__(need_top_grad=pyop.need_top_grad())
+
+        def list_arguments(self):
+            return pyop.list_arguments()
+
+        def list_outputs(self):
+            return pyop.list_outputs()
+
+        def infer_shape(self, in_shape):
+            args, outs = pyop.infer_shape(in_shape)[:2]
+            return args, outs, []
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return Bridge()
+    return Prop

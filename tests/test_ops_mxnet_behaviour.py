@@ -268,3 +268,30 @@ def test_correlation_abs_gradient_at_ties_is_plus_one():
     out.backward()
     np.testing.assert_array_equal(a.grad.asnumpy(), np.ones((1, 1, 3, 3)))
     np.testing.assert_array_equal(b.grad.asnumpy(), -np.ones((1, 1, 3, 3)))
+
+
+def test_legacy_numpy_and_ndarray_ops():
+    class Square(mx.operator.NumpyOp):
+        def forward(self, in_data, out_data):
+            out_data[0][:] = in_data[0] ** 2
+
+        def backward(self, out_grad, in_data, out_data, in_grad):
+            in_grad[0][:] = 2 * in_data[0] * out_grad[0]
+
+    with pytest.warns(UserWarning):
+        sq = Square()
+    x = mx.sym.Variable('X')
+    s = sq.get_symbol(x, name='sq')
+    assert s.list_arguments() == ['X'] and s.list_outputs() == ['sq_output']
+    dx = mx.nd.zeros((3,))
+    exe = s.bind(mx.cpu(), args=[mx.nd.array([1, 2, 3])], args_grad={'X': dx})
+    np.testing.assert_allclose(exe.forward(is_train=True)[0].asnumpy(), [1, 4, 9])
+    exe.backward(mx.nd.ones((3,)))
+    np.testing.assert_allclose(dx.asnumpy(), [2, 4, 6])
+    # the default PythonOp is the identity whose input gradient is 1
+    with pytest.warns(UserWarning):
+        ident = mx.operator.NDArrayOp()
+    exe = ident(x).bind(mx.cpu(), args=[mx.nd.ones(3) * 10], args_grad={'X': dx})
+    np.testing.assert_allclose(exe.forward(is_train=True)[0].asnumpy(), [10, 10, 10])
+    exe.backward(mx.nd.ones(3) * 5)
+    np.testing.assert_allclose(dx.asnumpy(), [1, 1, 1])
