@@ -129,6 +129,10 @@ class MXRecordIO:
             raise MXNetError('RecordIO: %r is corrupt: magic number 0x%08x at byte %d, expected '
                              '0x%08x' % (self.uri, magic, offset, _MAGIC))
         length = word & _MAX_LENGTH
+        left = os.fstat(self.handle.fileno()).st_size - offset - 8
+        if length > left:
+            raise MXNetError('RecordIO: %r is truncated: the chunk at byte %d announces %d bytes '
+                             'but only %d follow' % (self.uri, offset, length, max(left, 0)))
         data = self.handle.read(length + (-length % 4))
         if len(data) < length + (-length % 4):
             raise MXNetError('RecordIO: %r is truncated: the chunk at byte %d announces %d bytes '
@@ -175,15 +179,24 @@ class MXIndexedRecordIO(MXRecordIO):
         self.fidx = open(self.idx_path, self.flag, newline='\n' if self.writable else None)
         if self.writable:
             return
-        for number, line in enumerate(self.fidx, 1):
+        size = os.fstat(self.handle.fileno()).st_size
+        for number, raw in enumerate(self.fidx.buffer, 1):
+            try:
+                line = raw.decode('utf-8')
+            except UnicodeDecodeError:
+                raise MXNetError('RecordIO: line %d of index file %r is not UTF-8 text'
+                                 % (number, self.idx_path)) from None
             fields = line.strip().split('\t')
             if fields == ['']:
                 continue
             try:
                 key, offset = self.key_type(fields[0]), int(fields[1])
-            except (ValueError, IndexError):
+            except (ValueError, IndexError, TypeError, OverflowError):
                 raise MXNetError('RecordIO: line %d of index file %r is not "key<TAB>offset": %r'
-                                 % (number, self.idx_path, line)) from None
+                                 % (number, self.idx_path, line[:200])) from None
+            if not 0 <= offset < size:
+                raise MXNetError('RecordIO: line %d of index file %r gives offset %d, outside the '
+                                 '%d bytes of %r' % (number, self.idx_path, offset, size, self.uri))
             self.idx[key] = offset
             self.keys.append(key)
 

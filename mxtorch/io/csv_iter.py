@@ -24,7 +24,7 @@ def _read_csv(path, shape, dtype, argument):
     """All rows of a CSV file as an array of shape (rows,) + shape."""
     try:
         rows = np.loadtxt(path, delimiter=',', dtype=np.float64, ndmin=2)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, OverflowError) as err:
         raise MXNetError('CSVIter: cannot read %s %r: %s' % (argument, path, err)) from None
     if rows.size == 0:
         raise MXNetError('CSVIter: %s %r holds no rows' % (argument, path))

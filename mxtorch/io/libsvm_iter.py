@@ -63,7 +63,7 @@ def _parse(lines, num_cols, argument):
             pairs = [t.split(b':') for t in tokens[1:] if not t.startswith(b'qid:')]
             cols = np.array([int(p[0]) for p in pairs], dtype=np.int64)
             vals = np.array([float(p[1]) for p in pairs], dtype=np.float32)
-        except (ValueError, IndexError):
+        except (ValueError, IndexError, OverflowError):
             raise MXNetError('LibSVMIter: line %d of %s is not "label index:value ...": %r'
                              % (number, argument, line.decode(errors='replace'))) from None
         if (cols < 0).any():

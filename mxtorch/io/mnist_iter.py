@@ -1,10 +1,11 @@
 """MNISTIter: batches of images and labels read from MNIST's IDX files."""
-import gzip
 import struct
 import sys
+import zlib
 
 import numpy as np
 
+from .._safety import limits
 from ..base import MXNetError
 from ..ndarray import array
 from .native import MXDataIter, parse_params
@@ -17,21 +18,46 @@ _PARAMS = {'image': ('str', './train-images-idx3-ubyte'),
            'silent': ('bool', False), 'num_parts': ('int', 1), 'part_index': ('int', 0)}
 
 
+def _gunzip(raw, want):
+    """At most `want` bytes of the gzip data `raw` (all its members, in order), inflated step by
+    step so that nothing beyond `want` is ever held."""
+    out, data = bytearray(), raw
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    while len(out) < want:
+        chunk = inflater.decompress(data, want - len(out))
+        out += chunk
+        data = inflater.unconsumed_tail
+        if inflater.eof:
+            data = inflater.unused_data
+            if not data:
+                break
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif not data and not chunk:
+            break                                # the stream ends early
+    return bytes(out)
+
+
 def _read_idx(path, magic, argument):
-    """The uint8 array in IDX file `path`, after checking its magic number and its sizes."""
+    """The uint8 array in IDX file `path` (plain or gzip), after checking its magic number and
+    the sizes in its header against the file (and, for gzip, against
+    MXTORCH_MAX_DECOMPRESSED_BYTES) before inflating it."""
     try:
         with open(path, 'rb') as f:
             raw = f.read()
-        if raw[:2] == b'\x1f\x8b':
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError) as err:
+    except OSError as err:
         raise MXNetError('MNISTIter: cannot read %s file %r: %s' % (argument, path, err)) from None
     ndim = magic & 0xff
     head = 4 * (1 + ndim)
-    if len(raw) < head:
+    gz = raw[:2] == b'\x1f\x8b'
+    try:
+        header = _gunzip(raw, head) if gz else raw[:head]
+    except zlib.error as err:
+        raise MXNetError('MNISTIter: cannot read %s file %r: not valid gzip: %s'
+                         % (argument, path, err)) from None
+    if len(header) < head:
         raise MXNetError('MNISTIter: %s file %r holds %d bytes, too few for an IDX header of %d'
-                         % (argument, path, len(raw), head))
-    found, *shape = struct.unpack('>%dI' % (1 + ndim), raw[:head])
+                         % (argument, path, len(header), head))
+    found, *shape = struct.unpack('>%dI' % (1 + ndim), header[:head])
     if found != magic:
         raise MXNetError('MNISTIter: %s file %r starts with magic number 0x%08x, expected 0x%08x '
                          '(IDX of unsigned bytes with %d dimension%s)'
@@ -39,10 +65,23 @@ def _read_idx(path, magic, argument):
     size = 1
     for dim in shape:
         size *= dim
+    if gz:
+        if head + size > limits.MAX_DECOMPRESSED_BYTES:
+            raise MXNetError('MNISTIter: the header of %s file %r gives shape %s, i.e. %d bytes, '
+                             'beyond the limit of %d for a compressed file '
+                             '(MXTORCH_MAX_DECOMPRESSED_BYTES)'
+                             % (argument, path, tuple(shape), size,
+                                limits.MAX_DECOMPRESSED_BYTES))
+        try:
+            raw = _gunzip(raw, head + size + 1)      # one byte more shows a longer file
+        except zlib.error as err:
+            raise MXNetError('MNISTIter: cannot read %s file %r: not valid gzip: %s'
+                             % (argument, path, err)) from None
     if len(raw) - head != size:
         raise MXNetError('MNISTIter: the header of %s file %r gives shape %s, i.e. %d bytes of '
-                         'data, but the file holds %d bytes after the header'
-                         % (argument, path, tuple(shape), size, len(raw) - head))
+                         'data, but the file holds %s bytes after the header'
+                         % (argument, path, tuple(shape), size,
+                            'more' if gz and len(raw) > head + size else len(raw) - head))
     return np.frombuffer(raw, dtype=np.uint8, count=size, offset=head).reshape(shape)
 
 
