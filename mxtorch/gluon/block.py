@@ -20,6 +20,7 @@ from .. import autograd, initializer, ndarray, symbol
 from .. import name as _name
 from ..base import MXNetError, mx_real_t
 from ..context import Context, cpu
+from ..util import is_np_array
 from ..ndarray.ndarray import NDArray, _wrap
 from ..symbol import Symbol
 from .parameter import DeferredInitializationError, Parameter, ParameterDict
@@ -643,7 +644,9 @@ class HybridBlock(Block):
             raise ValueError('In HybridBlock, there must be one NDArray or one Symbol in the '
                              'input. Please check the type of the args.\n')
         if has_nd:
-            if self._active:
+            # under npx.set_np() a hybridized block runs imperatively (F = mx.nd, whose
+            # F.np / F.npx are mx.np / mx.npx): mxtorch traces graphs of classic operators only
+            if self._active and not is_np_array():
                 if len(ctxs) > 1:
                     raise ValueError('Find multiple contexts in the input, After hybridized, '
                                      'the HybridBlock only supports one input context. You can '

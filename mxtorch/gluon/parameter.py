@@ -15,6 +15,7 @@ from ..base import MXNetError, mx_real_t
 from .. import autograd, initializer, ndarray, symbol
 from ..context import Context, cpu, current_context
 from ..ndarray.ndarray import NDArray
+from ..util import is_np_array
 from .utils import _indent, _brief_print_list, shape_is_known
 
 
@@ -143,6 +144,8 @@ class Parameter:
         self._ctx_map = {c: i for i, c in enumerate(self._ctx_list)}
         with autograd.pause():
             self._data = [data.copyto(c) for c in self._ctx_list]
+        if is_np_array():                  # under npx.set_np() Parameters hold mx.np arrays
+            self._data = [d.as_np_ndarray() for d in self._data]
         self._init_grad()
 
     def _init_grad(self):
@@ -150,6 +153,8 @@ class Parameter:
             self._grad = None
             return
         self._grad = [ndarray.zeros(d.shape, ctx=d.context, dtype=d.dtype) for d in self._data]
+        if any(d._np_array for d in self._data):
+            self._grad = [g.as_np_ndarray() for g in self._grad]
         autograd.mark_variables(self._data, self._grad, self.grad_req)
 
     def _finish_deferred_init(self):

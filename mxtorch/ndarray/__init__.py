@@ -144,3 +144,14 @@ def histogram(a, bins=10, range=None):
         return invoke('_histogram', [a], bin_cnt=bins, range=range)
     raise ValueError('histogram: bins must be an integer or an NDArray, got %s'
                      % type(bins).__name__)
+
+
+def __getattr__(name):
+    # mx.nd.np / mx.nd.npx: MXNet's NumPy interface, as F.np / F.npx in hybrid_forward
+    if name in ('np', 'numpy'):
+        from .. import numpy
+        return numpy
+    if name in ('npx', 'numpy_extension'):
+        from .. import numpy_extension
+        return numpy_extension
+    raise AttributeError("module 'mxtorch.ndarray' has no attribute %r" % name)

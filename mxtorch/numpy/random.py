@@ -41,6 +41,10 @@ def _continuous(name, sample, defaults):
     def func(*args, size=None, dtype=None, ctx=None, out=None, **kwargs):
         values = dict(defaults)
         values.update(zip(names, args))
+        extra = list(args[len(names):])       # NumPy's order: the parameters, then size
+        if len(extra) > 4:
+            raise TypeError('%s() takes at most %d positional arguments' % (name, len(names) + 4))
+        size, dtype, ctx, out = (extra + [size, dtype, ctx, out][len(extra):])[:4]
         for key in list(kwargs):
             if key not in values:
                 raise TypeError('%s() got an unexpected keyword argument %r' % (name, key))
