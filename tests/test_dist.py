@@ -358,20 +358,24 @@ def test_registered_kvstore_class_is_created_by_name():
         mx.kv.KVStoreBase.kv_registry.update(registry)
 
 
+def _rsp_ones(shape):
+    return mx.nd.ones(shape).tostype('row_sparse')
+
+
 def test_row_sparse_pull_gives_the_requested_rows_and_zeros_elsewhere():
-    """MXNet's row_sparse out, made dense: requested rows copied, the others zero."""
+    """MXNet's row_sparse out: requested rows copied, the others zero."""
     kv = mx.kv.create('local')
     stored = np.arange(12, dtype=np.float32).reshape(4, 3)
     kv.init(['e', 'f'], [mx.nd.array(stored), mx.nd.array(stored * 10)])
-    out = mx.nd.ones((4, 3))
+    out = _rsp_ones((4, 3))
     kv.row_sparse_pull('e', out=out, row_ids=mx.nd.array([2, 0, 2]))
     np.testing.assert_array_equal(out.asnumpy(), [[0, 1, 2], [0, 0, 0], [6, 7, 8], [0, 0, 0]])
-    outs = [mx.nd.ones((4, 3)), mx.nd.ones((4, 3))]
+    outs = [_rsp_ones((4, 3)), _rsp_ones((4, 3))]
     kv.row_sparse_pull('e', out=outs, row_ids=[mx.nd.array([1]), mx.nd.array([3])])
     np.testing.assert_array_equal(outs[0].asnumpy()[1], stored[1])
     np.testing.assert_array_equal(outs[1].asnumpy(), np.where(np.arange(4)[:, None] == 3,
                                                               stored, 0))
-    pair = [mx.nd.ones((4, 3)), mx.nd.ones((4, 3))]
+    pair = [_rsp_ones((4, 3)), _rsp_ones((4, 3))]
     kv.row_sparse_pull(['e', 'f'], out=pair, row_ids=[mx.nd.array([0]), mx.nd.array([1, 3])])
     np.testing.assert_array_equal(pair[1].asnumpy(), np.where(
         np.isin(np.arange(4), [1, 3])[:, None], stored * 10, 0))
@@ -384,6 +388,14 @@ def test_row_sparse_pull_gives_the_requested_rows_and_zeros_elsewhere():
         kv.row_sparse_pull('e', out=out, row_ids=mx.nd.array([1, 4]))
     with pytest.raises(mx.MXNetError, match='list of 2 \\(one per out\\), got a list of 3'):
         kv.row_sparse_pull('e', out=outs, row_ids=[mx.nd.array([1])] * 3)
+    with pytest.raises(mx.MXNetError, match="needs row_sparse out arrays; .* 'e' .* default"):
+        kv.row_sparse_pull('e', out=mx.nd.ones((4, 3)), row_ids=mx.nd.array([1]))
+    # a plain pull leaves sparse outs alone unless ignore_sparse=False (as MXNet)
+    sparse_out = (mx.nd.ones((4, 3)) * 2).tostype('row_sparse')
+    kv.pull('e', out=[sparse_out, full])
+    assert (sparse_out.asnumpy() == 2).all()
+    kv.pull('e', out=sparse_out, ignore_sparse=False)
+    np.testing.assert_array_equal(sparse_out.asnumpy(), stored)
 
 
 # ---- dist_async --------------------------------------------------------------------------------

@@ -175,9 +175,8 @@ class KVStore(KVStoreBase):
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         """Pull only the rows `row_ids` (an NDArray of row indices, in any order, repeats
         allowed; one for all outs, or a list parallel to the outs; for a list of keys, a list
-        parallel to the keys). Arrays are dense here, so each out receives what MXNet's
-        row_sparse out holds when made dense: the requested rows of the stored value, zeros in
-        every other row."""
+        parallel to the keys) into row_sparse outs: each then stores exactly the requested rows
+        of the stored value."""
         if out is None:
             raise MXNetError('row_sparse_pull needs `out` arrays')
         if row_ids is None:
@@ -199,14 +198,13 @@ class KVStore(KVStoreBase):
             if len(ids) != len(dsts):
                 raise MXNetError('row_ids for key %r must be one NDArray or a list of %d (one '
                                  'per out), got a list of %d' % (k, len(dsts), len(ids)))
-            for dst, rows in zip(dsts, ids):
-                dense = self._rows_of(k, stored, rows)
-                if dst.stype == 'row_sparse':       # exactly the requested rows are stored
-                    from ..ndarray.sparse import set_rows
-                    set_rows(dst, dense, rows._tensor)
-                    continue
-                with torch.no_grad():
-                    dst._tensor.copy_(dense)
+            for dst in dsts:
+                if dst.stype != 'row_sparse':
+                    raise MXNetError('row_sparse_pull needs row_sparse out arrays; the out for '
+                                     'key %r has storage type %s' % (k, dst.stype))
+            for dst, rows in zip(dsts, ids):      # exactly the requested rows are stored
+                from ..ndarray.sparse import set_rows
+                set_rows(dst, self._rows_of(k, stored, rows), rows._tensor)
 
     @staticmethod
     def _rows_of(key, stored, rows):
