@@ -295,3 +295,21 @@ def test_legacy_numpy_and_ndarray_ops():
     np.testing.assert_allclose(exe.forward(is_train=True)[0].asnumpy(), [10, 10, 10])
     exe.backward(mx.nd.ones(3) * 5)
     np.testing.assert_allclose(dx.asnumpy(), [1, 1, 1])
+
+
+def test_pooling_ignores_extra_pad_and_stride_entries():
+    # MXNet 1.9.1: kernel=2, stride=2, pad=(0, 0, 0) on 1-D data -> (1, 1, 5); pad=(1,) -> 6
+    x = mx.nd.ones((1, 1, 10))
+    assert mx.nd.Pooling(x, kernel=2, stride=2, pad=(0, 0, 0)).shape == (1, 1, 5)
+    assert mx.nd.Pooling(x, kernel=2, stride=(2, 3), pad=(1,)).shape == (1, 1, 6)
+    with pytest.raises(MXNetError):       # Convolution stays strict
+        mx.nd.Convolution(x, mx.nd.ones((1, 1, 3)), kernel=(3,), stride=(2, 3), num_filter=1,
+                          no_bias=True)
+
+
+def test_min_max_of_empty_array_is_an_error():
+    with mx.np_shape(True):
+        a = mx.nd.zeros((5, 0))
+        for reduce in (a.min, a.max):
+            with pytest.raises(MXNetError):
+                reduce()

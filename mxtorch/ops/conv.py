@@ -89,11 +89,14 @@ def _check_rank(op, p, ndim):
     return rank
 
 
-def _per_dim(op, p, name, rank, fill):
-    """A stride/dilate/pad/adj tuple: `fill` for every dim when empty, else one entry per dim."""
+def _per_dim(op, p, name, rank, fill, extra_ignored=False):
+    """A stride/dilate/pad/adj tuple: `fill` for every dim when empty, else one entry per dim
+    (extra_ignored: entries past the kernel's rank are ignored, as MXNet's Pooling does)."""
     value = p[name]
     if not value:
         return (fill,) * rank
+    if extra_ignored:
+        value = value[:rank]
     require(len(value) == rank, '%s: %s=%s must have one entry per kernel dim (kernel=%s)',
             op, name, value, p.kernel)
     return tuple(value)
@@ -326,8 +329,8 @@ def _pool_windows(p, data):
         return _Windows(tuple(data[2:]), (1,) * rank, (0,) * rank, (1,) * rank, False)
     _check_rank('Pooling', p, ndim)
     kernel = tuple(p.kernel)
-    stride = _per_dim('Pooling', p, 'stride', rank, 1)
-    pad = _per_dim('Pooling', p, 'pad', rank, 0)
+    stride = _per_dim('Pooling', p, 'stride', rank, 1, extra_ignored=True)
+    pad = _per_dim('Pooling', p, 'pad', rank, 0, extra_ignored=True)
     require(all(s > 0 for s in stride), 'Pooling: stride=%s must be positive', stride)
     require(all(0 <= pd < k for pd, k in zip(pad, kernel)), 'Pooling: pad=%s must be smaller '
             'than kernel=%s', pad, kernel)

@@ -112,12 +112,19 @@ def _with_grad_rule(kernel, grad_rule):
     return lambda x, axes: _ReduceWithGrad.apply(x, axes, kernel, grad_rule)
 
 
+def _nonempty(name, x):
+    if x.numel() == 0:
+        raise MXNetError("%s: Reduction input's size should > 0, got shape %s"
+                         % (name, tuple(x.shape)))
+    return x
+
+
 def _amax(x, axes):
-    return torch.amax(x, axes, keepdim=True)
+    return torch.amax(_nonempty('max', x), axes, keepdim=True)
 
 
 def _amin(x, axes):
-    return torch.amin(x, axes, keepdim=True)
+    return torch.amin(_nonempty('min', x), axes, keepdim=True)
 
 
 def _reduction(name, kernel, what):
