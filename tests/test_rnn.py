@@ -600,3 +600,24 @@ def test_convolution_infers_its_data_shape_from_its_output(kwargs, data, out, ex
                               **kwargs)
     shapes = (conv + mx.sym.Variable('y')).infer_shape_partial(y=out)[0]
     assert shapes[0] == expected
+
+
+def test_custom_cell_uses_get_activation():
+    # a cell written against MXNet's BaseRNNCell builds its activation with _get_activation
+    class Cell(mx.rnn.BaseRNNCell):
+        @property
+        def state_info(self):
+            return [{'shape': (0, 3), '__layout__': 'NC'}]
+
+        def __call__(self, inputs, states):
+            self._counter += 1
+            out = self._get_activation(inputs + states[0], 'relu', name='t%d_out' % self._counter)
+            return self._get_activation(out, mx.sym.sigmoid, name='t%d_sig' % self._counter), [out]
+
+    outputs, _ = Cell(prefix='c_').unroll(2, [mx.sym.Variable('x%d' % i) for i in range(2)])
+    group = mx.sym.Group(outputs)
+    assert group.list_outputs() == ['t0_sig_output', 't1_sig_output']
+    ex = group.bind(mx.cpu(), {'x0': mx.nd.array([[-1, 2, 0.5]]), 'x1': mx.nd.ones((1, 3)),
+                               'c_begin_state_0': mx.nd.zeros((1, 3))})
+    first = ex.forward()[0].asnumpy()
+    np.testing.assert_allclose(first, 1 / (1 + np.exp(-np.maximum([[-1, 2, 0.5]], 0))), rtol=1e-6)

@@ -73,9 +73,7 @@ def _activation(data, activation, name=None):
     """Activation(act_type=activation) for a name, else the callable `activation(data, name=)`
     (name=None: an auto-named operator)."""
     kwargs = {} if name is None else {'name': name}
-    if isinstance(activation, str):
-        return symbol.Activation(data, act_type=activation, **kwargs)
-    return activation(data, **kwargs)
+    return BaseRNNCell._get_activation(data, activation, **kwargs)
 
 
 def _hidden_state_info(num_hidden, count):
@@ -111,6 +109,14 @@ class BaseRNNCell:
 
     def __call__(self, inputs, states):
         raise NotImplementedError('%s cannot be stepped' % type(self).__name__)
+
+    @staticmethod
+    def _get_activation(inputs, activation, **kwargs):
+        """Activation(act_type=activation) for a name, else `activation(inputs, **kwargs)`; for
+        cells written against MXNet's BaseRNNCell."""
+        if isinstance(activation, str):
+            return symbol.Activation(inputs, act_type=activation, **kwargs)
+        return activation(inputs, **kwargs)
 
     @property
     def params(self):
