@@ -168,30 +168,31 @@ def dump(finished=True, profile_process='worker'):
 
 
 _CLOSING = '\n], "displayTimeUnit": "ms"}\n'
-_written = {'filename': None, 'sessions': 0, 'events': 0, 'closing_at': 0}
+_written = {'filename': None, 'events': 0, 'closing_at': 0}
 
 
 def _write_trace(filename):
-    """Write the recorded sessions to `filename` as one Chrome trace. A file this process wrote
-    before gets only the new sessions' events, inserted before its closing brackets (so that
-    dumping in a loop costs what is new, and the file stays valid JSON)."""
+    """Write the sessions recorded since the last dump to `filename` as one Chrome trace; as in
+    MXNet, dumped events are consumed: a later dump to another file holds only newer ones. A
+    file this process wrote before gets the new events inserted before its closing brackets (so
+    that dumping in a loop costs what is new, and the file stays valid JSON)."""
     done = _written
     if done['filename'] == filename and os.path.exists(filename) \
             and os.path.getsize(filename) == done['closing_at'] + len(_CLOSING):
-        mode, start = 'r+', done['sessions']
+        mode = 'r+'
     else:
-        mode, start = 'w', 0
-        done.update(filename=filename, sessions=0, events=0, closing_at=0)
+        mode = 'w'
+        done.update(filename=filename, events=0, closing_at=0)
     with open(filename, mode) as f:
         if mode == 'w':
             f.write('{"traceEvents": [\n')
         else:
             f.seek(done['closing_at'])
-        for session in _trace_sessions[start:]:
+        for session in _trace_sessions:
             for event in session:
                 f.write((',\n' if done['events'] else '') + json.dumps(event))
                 done['events'] += 1
-        done['sessions'] = len(_trace_sessions)
+        del _trace_sessions[:]
         done['closing_at'] = f.tell()
         f.write(_CLOSING)
         f.truncate()

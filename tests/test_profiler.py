@@ -119,3 +119,24 @@ def test_profile_is_written_at_exit(tmp_path):
                    env=dict(os.environ, OMP_NUM_THREADS='1'))
     names = {e.get('name') for e in json.load(open(path))['traceEvents']}
     assert '_ones' in names
+
+
+def test_dumped_events_are_consumed_a_new_file_holds_only_newer_ones(tmp_path):
+    """As MXNet's profiler: events written by a dump are not written again into the next file."""
+    first, second = tmp_path / 'first.json', tmp_path / 'second.json'
+    profiler.set_config(profile_all=True, filename=str(first))
+    profiler.set_state('run')
+    counter = profiler.Counter(profiler.Domain('d'), 'first_counter')
+    for i in range(50):
+        counter.set_value(i)
+    profiler.set_state('stop')
+    profiler.dump()
+    profiler.set_config(profile_all=True, filename=str(second))
+    profiler.set_state('run')
+    profiler.Counter(profiler.Domain('d'), 'second_counter').set_value(7)
+    profiler.set_state('stop')
+    profiler.dump()
+    names = [[e.get('name') for e in json.loads(p.read_text())['traceEvents']]
+             for p in (first, second)]
+    assert names[0].count('first_counter') == 50 and 'second_counter' not in names[0]
+    assert names[1].count('second_counter') == 1 and 'first_counter' not in names[1]
