@@ -83,8 +83,12 @@ class TestStore(KVStoreBase):
     def set_optimizer(self, optimizer):
         raise NotImplementedError('TestStore does not apply optimizers')
 
-    def is_capable(self, capability):
-        return capability.lower() != KVStoreBase.OPTIMIZER
+    @staticmethod
+    def is_capable(capability):
+        """No optimizer on this store (a static method, as MXNet's: `type(kv).is_capable`)."""
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return False
+        raise ValueError('Unknown capability: {}'.format(capability))
 
     def save_optimizer_states(self, fname, dump_optimizer=False):
         raise NotImplementedError('TestStore keeps no optimizer states')
