@@ -313,3 +313,19 @@ def test_min_max_of_empty_array_is_an_error():
         for reduce in (a.min, a.max):
             with pytest.raises(MXNetError):
                 reduce()
+
+
+def test_quantize_dequantize_int8_and_uint8():
+    a = mx.nd.array([[0.1392, -0.5928], [0.6027, 2.0], [-0.5, 0.5]])
+    lo, hi = mx.nd.array([-0.3]), mx.nd.array([1.0])
+    q, qmin, qmax = mx.nd.contrib.quantize(a, lo, hi, out_type='int8')
+    # MXNet 1.9.1: symmetric over +-max(|min|, |max|) = +-1, 127 steps, rounded half away
+    np.testing.assert_array_equal(q.asnumpy(), [[18, -75], [77, 127], [-64, 64]])
+    assert q.dtype == np.int8 and qmin.asscalar() == -1 and qmax.asscalar() == 1
+    np.testing.assert_allclose(mx.nd.contrib.dequantize(q, qmin, qmax).asnumpy(),
+                               np.array([[18, -75], [77, 127], [-64, 64]]) / 127.0, rtol=1e-6)
+    q, qmin, qmax = mx.nd.contrib.quantize(a, lo, hi, out_type='uint8')
+    expect = np.clip(np.floor((a.asnumpy() + 0.3) * (255 / 1.3) + 0.5), 0, 255)
+    np.testing.assert_array_equal(q.asnumpy(), expect)
+    np.testing.assert_allclose(mx.nd.contrib.dequantize(q, qmin, qmax).asnumpy(),
+                               -0.3 + expect * 1.3 / 255, rtol=1e-5, atol=1e-6)
