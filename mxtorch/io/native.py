@@ -58,6 +58,12 @@ def _as_count(value):
     return value
 
 
+def _as_float(value):
+    if isinstance(value, bool):
+        raise ValueError(value)
+    return float(value)
+
+
 def _as_str(value):
     return str(value)
 
@@ -71,7 +77,8 @@ def _as_dtype(value):
 # parameter kind -> (parser, the type name MXNet's messages use)
 KINDS = {'shape': (_as_shape, 'Shape(tuple)'), 'bool': (_as_bool, 'boolean'),
          'int': (_as_int, 'int'), 'count': (_as_count, 'int (non-negative)'),
-         'str': (_as_str, 'string'), 'dtype': (_as_dtype, 'dtype')}
+         'str': (_as_str, 'string'), 'dtype': (_as_dtype, 'dtype'),
+         'float': (_as_float, 'float')}
 
 # the batching and prefetching parameters every built-in iterator accepts
 COMMON_PARAMS = {'prefetch_buffer': ('count', 4), 'ctx': ('str', 'gpu'), 'dtype': ('dtype', None)}

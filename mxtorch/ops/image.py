@@ -5,14 +5,16 @@ Images are HWC (height, width, channels) or NHWC, except `normalize` (CHW / NCHW
 `to_tensor` makes). As in MXNet 1.9.1:
 
 * results keep the input dtype (to_tensor: float32); an integer result is the real-valued
-  result clamped to the type's range and truncated (uint8 1.3 * 172 = 223);
+  result clamped to the type's range and truncated (uint8 1.3 * 172 = 223), except
+  normalize's, which is truncated and wrapped as a C cast (uint8 -29 -> 227);
 * the colour operators take a (h, w, 1 or 3) image; brightness scales it, contrast blends it
   with the mean grey level of the image, saturation blends each pixel with 0.114 * its last
   channel (MXNet's kernel keeps only the blue term of its grey value), hue rotates each RGB
   pixel's hue by alpha * 360 degrees (lightness and saturation kept);
 * random_lighting / adjust_lighting add AlexNet's PCA noise: eigvec @ (alpha * eigval);
 * hue, lighting (1-channel images) and color_jitter with every factor 0 leave their output
-  unwritten, which MXNet returns as zeros.
+  unwritten, which MXNet returns as zeros. (MXNet's flips also leave the middle column / row of
+  an odd width / height unwritten, i.e. garbage; here they are flipped properly.)
 
 Random factors are drawn from torch's generator (what mx.random.seed seeds), not MXNet's stream.
 Resizing, decoding and borders use OpenCV (the `image` extra: opencv-python-headless).
@@ -43,6 +45,13 @@ def _like(values, dtype):
         return values.to(dtype)
     info = torch.iinfo(dtype)
     return values.clamp(info.min, info.max).trunc().to(dtype)
+
+
+def _wrapped(values, dtype):
+    """`values` in `dtype` as a C cast makes it: integers truncated and wrapped (normalize)."""
+    if dtype.is_floating_point:
+        return values.to(dtype)
+    return values.trunc().to(torch.int64).to(dtype)
 
 
 def _real(x):
@@ -117,7 +126,7 @@ def _normalize(p, data):
     x = _real(data)
     mean = torch.tensor(mean, dtype=x.dtype, device=x.device).view(view)
     std = torch.tensor(std, dtype=x.dtype, device=x.device).view(view)
-    return _like((x - mean) / std, data.dtype)
+    return _wrapped((x - mean) / std, data.dtype)
 
 
 def _normalize_shape(p, ins, outs):
