@@ -367,13 +367,22 @@ class Executor:
                 out._tensor.copy_(value)
         return self.outputs
 
-    def run_on(self, tensors, is_train):
+    def run_on(self, tensors, is_train, monitor=None, monitor_all=False):
         """Run the plan on `tensors` (arguments, then auxiliary states) in the caller's torch
         grad mode, so the outputs join a graph mx.autograd is recording (Gluon's hybridized
         blocks); with is_train, auxiliary statistics are updated in place at once, as the
-        imperative operators do. Returns the output tensors."""
+        imperative operators do. `monitor(name, NDArray)`: called as set_monitor_callback's
+        callback is, for this run only. Returns the output tensors."""
         fn = self._forward_train if is_train else self._forward_infer
-        heads, stats, _ = fn(*tensors)
+        if monitor is not None:           # a Gluon op hook: run step by step, reporting
+            saved, self._monitor = (self._monitor, self._monitor_all), monitor
+            self._monitor_all = monitor_all
+            try:
+                heads, stats, _ = self._interpreter(is_train)(*tensors)
+            finally:
+                self._monitor, self._monitor_all = saved
+        else:
+            heads, stats, _ = fn(*tensors)
         if is_train and stats:
             aux = tensors[len(self.arg_arrays):]
             with torch.no_grad():

@@ -434,6 +434,26 @@ class _CachedGraph:
         self.params = None            # name -> Parameter, found on the first call
 
 
+def _op_hook(graph, callback):
+    """A monitor for the executor of `graph` calling an op hook as MXNet's CachedOp does:
+    callback(node output or input name, operator name, NDArray) for each operator's outputs
+    (and inputs, with monitor_all); bare variables are not reported."""
+    ops = {n.name: n.op.name for n in graph._nodes() if n.op is not None}
+
+    def monitor(name, arr):
+        node = max((n for n in ops if name.startswith(n + '_')), key=len, default=None)
+        if node is not None:
+            callback(name, ops[node], arr)
+    return monitor
+
+
+def _trailing_nones_only(fmt, stored):
+    """Whether two flattened input formats differ only by trailing None arguments (-1), as
+    when an argument with a None default is given or left out."""
+    short, long_ = sorted((list(fmt), list(stored)), key=len)
+    return long_[:len(short)] == short and all(f == -1 for f in long_[len(short):])
+
+
 class HybridBlock(Block):
     """A Block whose hybrid_forward(F, x, ...) works with F = mx.nd and F = mx.sym; after
     hybridize() it runs as one traced graph."""
@@ -557,7 +577,7 @@ class HybridBlock(Block):
             self._cached = _CachedGraph(inputs, out)
         cached = self._cached
         flat, fmt = _flatten(args, 'input')
-        if fmt != self._in_format:
+        if fmt != self._in_format and not _trailing_nones_only(fmt, self._in_format):
             raise ValueError('The argument structure of HybridBlock does not match with the '
                              'cached version. Stored format = %s, input format = %s'
                              % (self._in_format, fmt))
@@ -593,12 +613,11 @@ class HybridBlock(Block):
             cached.executors[key] = executor
         tensors = [a._tensor for a in args_nd + aux_nd]
         import torch
+        monitor = None if self._callback is None else _op_hook(cached.out, self._callback)
         with torch.set_grad_enabled(autograd.is_recording()):
-            heads = executor.run_on(tensors, autograd.is_training())
+            heads = executor.run_on(tensors, autograd.is_training(), monitor=monitor,
+                                    monitor_all=self._monitor_all)
         outs = [_wrap(h, ctx) for h in heads]
-        if self._callback is not None:
-            for name, o in zip(cached.out.list_outputs(), outs):
-                self._callback(name, o)
         return _regroup(outs, self._out_format)[0]
 
     # ---- export -------------------------------------------------------------------------------
