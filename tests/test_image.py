@@ -280,3 +280,14 @@ def test_image_folder_and_record_datasets(tmp_path):
     records = vision.ImageRecordDataset(str(FIXTURES / 'image_rec' / 'tiny.rec'))
     img, label = records[3]
     assert len(records) == 7 and img.shape == (26, 21, 3) and list(label) == [3.0, 1.5]
+
+
+def test_legacy_imdecode_operator():
+    raw = (FIXTURES / 'image_ops' / 'a.png').read_bytes()
+    rgb = mx.image.imdecode(raw).asnumpy()
+    out = mx.nd._internal._imdecode(mx.nd.ones((3, 37, 53)), str_img=raw)
+    assert out.shape == (1, 3, 37, 53) and out.dtype == np.float32
+    np.testing.assert_array_equal(out.asnumpy()[0], rgb.transpose(2, 0, 1) - 1.0)
+    cut = mx.nd._internal._imdecode(mx.nd.ones((1,)), x0=2, y0=3, x1=10, y1=12, c=1,
+                                    str_img=raw)
+    assert cut.shape == (1, 1, 9, 8)

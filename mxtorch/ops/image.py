@@ -427,3 +427,25 @@ register(OpDef('_cvcopyMakeBorder', _copy_make_border, inputs=('src',), differen
                infer_shape=_border_shape,
                params={'top': Int(), 'bot': Int(), 'left': Int(), 'right': Int(),
                        'type': Int(0), 'value': Float(0.0), 'values': FloatTuple(())}))
+
+
+def _legacy_imdecode(p, mean):
+    """MXNet's deprecated `_imdecode` (mx.nd.imdecode): the encoded image in the string
+    attribute str_img, decoded to (1, c, h, w) float32 (c=1: grey, else RGB), cut to the
+    rectangle (x0, y0)-(x1, y1) when x1 > x0 and y1 > y0, minus `mean` when it has that shape."""
+    import ast
+    text = p.str_img
+    raw = ast.literal_eval(text) if text[:2] in ("b'", 'b"') else text.encode('latin-1')
+    img = decode_bytes(raw[:p.size] if p.size > 0 else raw, 0 if p.c == 1 else 1, True)
+    if p.x1 > p.x0 and p.y1 > p.y0:
+        img = img[p.y0:p.y1, p.x0:p.x1]
+    out = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1))).to(torch.float32)
+    if mean.numel() and tuple(mean.shape) == tuple(out.shape):
+        out = out - mean.to('cpu', torch.float32)
+    return out.unsqueeze(0).to(mean.device)
+
+
+register(OpDef('_imdecode', _legacy_imdecode, inputs=('mean',), differentiable=False,
+               params={'index': Int(0), 'x0': Int(0), 'y0': Int(0), 'x1': Int(0), 'y1': Int(0),
+                       'c': Int(3), 'size': Int(0), 'str_img': Str('')},
+               infer_type=lambda p, ins, outs: (ins, [np.dtype('float32')])))
