@@ -9,6 +9,7 @@ from . import utils
 from . import data
 from .trainer import Trainer
 from . import contrib
+from . import model_zoo
 from ..ndarray.ndarray import NDArray as _NDArray
 from ..symbol import Symbol as _Symbol
 
