@@ -53,9 +53,9 @@ class Parameter:
         self.grad_req = grad_req
         self.init = init
         for what, value in (('stype', stype), ('grad_stype', grad_stype)):
-            if value not in ('default', 'row_sparse', 'csr'):
-                raise ValueError("%s for Parameter '%s' must be one of 'default', "
-                                 "'row_sparse', or 'csr', but got '%s'" % (what, name, value))
+            assert value in ('default', 'row_sparse', 'csr'), \
+                "%s for Parameter '%s' must be one of 'default', 'row_sparse', or 'csr', " \
+                "but got '%s'" % (what, name, value)
         self._stype = stype
         self._grad_stype = grad_stype
 
@@ -144,6 +144,8 @@ class Parameter:
         self._ctx_map = {c: i for i, c in enumerate(self._ctx_list)}
         with autograd.pause():
             self._data = [data.copyto(c) for c in self._ctx_list]
+        if self._stype != 'default':
+            self._data = [d.tostype(self._stype) for d in self._data]
         if is_np_array():                  # under npx.set_np() Parameters hold mx.np arrays
             self._data = [d.as_np_ndarray() for d in self._data]
         self._init_grad()
@@ -152,7 +154,8 @@ class Parameter:
         if self.grad_req == 'null':
             self._grad = None
             return
-        self._grad = [ndarray.zeros(d.shape, ctx=d.context, dtype=d.dtype) for d in self._data]
+        self._grad = [ndarray.zeros(d.shape, ctx=d.context, dtype=d.dtype,
+                                    stype=self._grad_stype) for d in self._data]
         if any(d._np_array for d in self._data):
             self._grad = [g.as_np_ndarray() for g in self._grad]
         autograd.mark_variables(self._data, self._grad, self.grad_req)
@@ -187,7 +190,7 @@ class Parameter:
                 if dtype_source == 'current':
                     data = data.astype(self.dtype, copy=False)
                 else:
-                    self.dtype = data.dtype
+                    self.cast(data.dtype)          # the value takes the saved dtype
             else:
                 assert np.dtype(self.dtype).type == data.dtype, \
                     "Failed loading Parameter '%s' from saved params: dtype incompatible " \
@@ -213,7 +216,7 @@ class Parameter:
 
     def _reduce(self):
         """The value on the CPU (the mean of the copies)."""
-        block = self.list_data()
+        block = self._check_and_get(self._data, list)
         if len(block) == 1:
             return block[0].copyto(cpu())
         total = block[0].copyto(cpu())
@@ -286,19 +289,41 @@ class Parameter:
                                'supported.' % (self.name, self._stype))
         self._trainer = trainer
 
+    def _rows(self, row_id, ctx):
+        if self._stype != 'row_sparse':
+            raise RuntimeError("Cannot return a copy of Parameter %s via row_sparse_data() "
+                               "because its storage type is %s. Please use data() instead."
+                               % (self.name, self._stype))
+        if not self._trainer:
+            raise RuntimeError("Cannot get row_sparse data for Parameter '%s' when no Trainer "
+                               'is created with it.' % self.name)
+        arrays = self._check_and_get(self._data, ctx)
+        arrays = arrays if ctx is list else [arrays]
+        rows = [self._trainer._row_sparse_pull(self, a, row_id) for a in arrays]
+        return rows if ctx is list else rows[0]
+
     def row_sparse_data(self, row_id):
-        raise MXNetError("Cannot return a copy of Parameter %s via row_sparse_data() because "
-                         "its storage type is %s. Please use data() instead."
-                         % (self.name, self._stype))
+        """The rows `row_id` of the value on row_id's context (a row_sparse Parameter,
+        updated by a Trainer)."""
+        return self._rows(row_id, row_id.context)
 
     def list_row_sparse_data(self, row_id):
-        return self.row_sparse_data(row_id)
+        """The rows `row_id` of the value on every context."""
+        return self._rows(row_id, list)
+
+    def _dense_only(self, what):
+        if self._stype != 'default':
+            raise RuntimeError("Cannot return a copy of Parameter '%s' via %s() because its "
+                               'storage type is %s. Please use row_sparse_data() instead.'
+                               % (self.name, what, self._stype))
 
     def data(self, ctx=None):
         """The value on `ctx` (the only one, or the current context, when None)."""
+        self._dense_only('data')
         return self._check_and_get(self._data, ctx)
 
     def list_data(self):
+        self._dense_only('list_data')
         return self._check_and_get(self._data, list)
 
     def grad(self, ctx=None):
@@ -330,7 +355,8 @@ class Parameter:
         """The Symbol variable standing for this Parameter (with its attributes)."""
         if self._var is None:
             self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
-                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init)
+                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
+                                   stype=self._stype)
         return self._var
 
     def cast(self, dtype):

@@ -5,6 +5,12 @@ from ..model import _create_kvstore
 from .parameter import Parameter, ParameterDict
 
 
+
+def _values(param):
+    """A Parameter's value on every context, whatever its storage type (data() refuses
+    row_sparse Parameters)."""
+    return param._check_and_get(param._data, list)
+
 class Trainer:
     """Trainer(params, optimizer, optimizer_params, kvstore='device', compression_params=None,
     update_on_kvstore=None). A dict of Parameters is taken in sorted name order: parameter i
@@ -75,7 +81,7 @@ class Trainer:
 
     def _init_kvstore(self):
         config = self._kvstore_params
-        arg_arrays = {p.name: p.data(self._contexts[0]) for p in self._params}
+        arg_arrays = {p.name: p._check_and_get(p._data, self._contexts[0]) for p in self._params}
         kvstore, update_on_kvstore = _create_kvstore(config['kvstore'], len(self._contexts),
                                                      arg_arrays)
         self._distributed = 'dist' in kvstore.type if kvstore else False
@@ -113,7 +119,7 @@ class Trainer:
                 if param._deferred_init:
                     waiting.append(param)
                     continue
-                arrays = param.list_data()
+                arrays = _values(param)
                 self._kvstore.broadcast(self._param2idx[param.name], arrays[0], arrays)
         self._params_to_init = waiting
 
@@ -137,7 +143,14 @@ class Trainer:
         self._optimizer.set_learning_rate(lr)
 
     def _row_sparse_pull(self, parameter, out, row_id, full_idx=False):
-        raise NotImplementedError('row_sparse Parameters are not supported by mxtorch')
+        """The rows `row_id` of `parameter`'s value on out's context, as a row_sparse array
+        (every process holds every parameter's full value, so this is a local retain)."""
+        from ..ndarray import sparse
+        self._prepare()
+        full = parameter._check_and_get(parameter._data, out.context)
+        if full_idx:
+            return full.copy()
+        return sparse.retain(full, row_id.as_in_context(full.context))
 
     def _check_and_rescale_grad(self, scale):
         if self._update_on_kvstore and self._distributed and self._kv_initialized:
@@ -179,7 +192,7 @@ class Trainer:
                 continue
             grads = param.list_grad()
             if self._update_on_kvstore:
-                self._kvstore.pushpull(i, grads, out=param.list_data(), priority=-i)
+                self._kvstore.pushpull(i, grads, out=_values(param), priority=-i)
             else:
                 self._kvstore.pushpull(i, grads, priority=-i)
 
@@ -198,7 +211,7 @@ class Trainer:
             if param.grad_req == 'null':
                 continue
             if not ignore_stale_grad:
-                for data in param.list_data():
+                for data in _values(param):
                     if not getattr(data, '_fresh_grad', False):
                         raise UserWarning(
                             'Gradient of Parameter `%s` on context %s has not been updated by '
@@ -210,13 +223,13 @@ class Trainer:
                             % (param.name, str(data.context)))
             if self._kvstore and self._update_on_kvstore:
                 continue
-            for upd, arr, grad in zip(updates, param.list_data(), param.list_grad()):
+            for upd, arr, grad in zip(updates, _values(param), param.list_grad()):
                 if not ignore_stale_grad or getattr(arr, '_fresh_grad', False):
                     upd.append((i, grad, arr))
                     arr._fresh_grad = False
         if self._kvstore and self._update_on_kvstore:
             for param in self._params:
-                for arr in param.list_data():
+                for arr in _values(param):
                     arr._fresh_grad = False
             return
         for updater, upd in zip(self._updaters, updates):

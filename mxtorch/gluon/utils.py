@@ -44,7 +44,8 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     norm before scaling (a float with check_isfinite, else an NDArray of shape (1,))."""
     assert len(arrays) > 0
     ctx = arrays[0].context
-    squares = [ndarray.dot(a.reshape((-1,)), a.reshape((-1,))).as_in_context(ctx)
+    # norm works on every storage type (row_sparse gradients included)
+    squares = [ndarray.square(ndarray.norm(a).reshape((-1,))).as_in_context(ctx)
                for a in arrays]
     total_norm = ndarray.sqrt(ndarray.add_n(*squares))
     if check_isfinite and not np.isfinite(total_norm.asscalar()):

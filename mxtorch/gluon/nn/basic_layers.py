@@ -201,7 +201,8 @@ class Embedding(HybridBlock):
         with self.name_scope():
             self.weight = self.params.get('weight', shape=(input_dim, output_dim),
                                           init=weight_initializer, dtype=dtype,
-                                          allow_deferred_init=True)
+                                          allow_deferred_init=True,
+                                          grad_stype='row_sparse' if sparse_grad else 'default')
 
     def hybrid_forward(self, F, x, weight):
         return F.Embedding(x, weight, name='fwd', **self._kwargs)

@@ -1,0 +1,96 @@
+"""Gluon: row_sparse Parameters and gradients, op hooks, trailing None arguments of hybridized
+blocks, dtype casting on load (behaviour as MXNet 1.9.1)."""
+import numpy as np
+import pytest
+
+import mxtorch as mx
+from mxtorch import gluon
+
+
+def test_invalid_stype_is_an_assertion():
+    with pytest.raises(AssertionError):
+        gluon.Parameter('w', shape=(2, 2), stype='invalid')
+    with pytest.raises(AssertionError):
+        gluon.Parameter('w', shape=(2, 2), grad_stype='invalid')
+
+
+def test_row_sparse_parameter_rows_through_a_trainer():
+    p = gluon.Parameter('w', shape=(4, 2), stype='row_sparse', grad_stype='row_sparse')
+    p.initialize(init=mx.init.Constant(3), ctx=[mx.cpu(0), mx.cpu(1)])
+    rows = mx.nd.array([0, 2], ctx=mx.cpu(1))
+    with pytest.raises(RuntimeError):
+        p.data()                              # row_sparse: only row_sparse_data
+    with pytest.raises(RuntimeError):
+        p.row_sparse_data(rows)               # no Trainer yet
+    gluon.Trainer([p], 'sgd')
+    got = p.row_sparse_data(rows)
+    assert got.stype == 'row_sparse' and got.context == mx.cpu(1)
+    np.testing.assert_array_equal(got.asnumpy(), [[3, 3], [0, 0], [3, 3], [0, 0]])
+    assert len(p.list_row_sparse_data(rows)) == 2
+    assert p.grad(mx.cpu(0)).stype == 'row_sparse'
+    assert p.var().attr('__storage_type__') == '1'
+    dense = gluon.Parameter('d', shape=(2, 2))
+    dense.initialize()
+    with pytest.raises(RuntimeError):
+        dense.row_sparse_data(rows)
+
+
+def test_embedding_sparse_grad_is_row_sparse():
+    layer = gluon.nn.Embedding(10, 3, sparse_grad=True)
+    layer.initialize()
+    with mx.autograd.record():
+        y = layer(mx.nd.array([3, 4, 3]))
+    y.backward()
+    grad = layer.weight.grad()
+    assert grad.stype == 'row_sparse'
+    np.testing.assert_array_equal(grad.asnumpy()[:, 0], [0, 0, 0, 2, 1, 0, 0, 0, 0, 0])
+
+
+def test_clip_global_norm_on_row_sparse_arrays():
+    x1 = mx.nd.ones((3, 3)).tostype('row_sparse')
+    x2 = mx.nd.ones((4, 4)).tostype('row_sparse')
+    assert gluon.utils.clip_global_norm([x1, x2], 1.0) == 5.0
+    np.testing.assert_allclose(x1.asnumpy(), np.full((3, 3), 0.2), rtol=1e-6)
+
+
+def test_load_casts_to_the_saved_dtype(tmp_path):
+    path = str(tmp_path / 'p.params')
+    params = gluon.ParameterDict('')
+    params.get('w', shape=(2, 2), dtype='int8')
+    params.initialize(mx.init.One())
+    params.save(path)
+    loaded = gluon.ParameterDict('')
+    loaded.get('w', shape=(2, 2), dtype='float64')
+    loaded.initialize()
+    loaded.load(path, cast_dtype=True, dtype_source='saved')
+    assert loaded['w'].data().dtype == np.int8
+
+
+def test_op_hook_reports_node_and_operator_names():
+    net = gluon.nn.HybridSequential(prefix='m_')
+    with net.name_scope():
+        net.add(gluon.nn.Dense(2), gluon.nn.Activation('relu'))
+    net.initialize()
+    net.hybridize()
+    seen = []
+    net.register_op_hook(lambda name, op, arr: seen.append((name, op)), monitor_all=True)
+    net(mx.nd.ones((1, 3)))
+    assert seen[:4] == [('m_dense0_fwd_data', 'FullyConnected'),
+                        ('m_dense0_fwd_weight', 'FullyConnected'),
+                        ('m_dense0_fwd_bias', 'FullyConnected'),
+                        ('m_dense0_fwd_output', 'FullyConnected')]
+    assert seen[-1] == ('m_relu0_fwd_output', 'Activation')
+
+
+def test_hybridized_block_takes_trailing_none_defaults():
+    class Add(gluon.HybridBlock):
+        def hybrid_forward(self, F, a, b=None):
+            return a if b is None else a + b
+
+    block = Add()
+    block.hybridize()
+    first = block(mx.nd.ones(2))
+    again = block(mx.nd.ones(2), None)
+    np.testing.assert_array_equal(first.asnumpy(), again.asnumpy())
+    with pytest.raises(ValueError):
+        block(mx.nd.ones(2), mx.nd.ones(2))
