@@ -185,9 +185,18 @@ def _common(parser):
     parser.add_argument('--seed', type=int, default=0)
 
 
+def _version():
+    import platform
+    import torch
+    from . import __version__
+    return 'mxtorch %s (PyTorch %s, Python %s)' % (__version__, torch.__version__,
+                                                   platform.python_version())
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog='mxtorch', description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--version', action='version', version=_version())
     sub = parser.add_subparsers(dest='command', required=True)
     p = sub.add_parser('train', help='train on the bundled 8x8 handwritten digits')
     _common(p)
