@@ -116,6 +116,9 @@ class MNISTIter(MXDataIter):
         image, label = params['image'], params['label']
         images = _read_idx(image, _IMAGE_MAGIC, 'image')
         labels = _read_idx(label, _LABEL_MAGIC, 'label')
+        if 0 in images.shape[1:]:
+            raise MXNetError('MNISTIter: image file %r holds images of %dx%d pixels'
+                             % (image, images.shape[1], images.shape[2]))
         if len(images) != len(labels):
             raise MXNetError('MNISTIter: image file %r holds %d images but label file %r holds %d '
                              'labels' % (image, len(images), label, len(labels)))
