@@ -94,3 +94,21 @@ def test_hybridized_block_takes_trailing_none_defaults():
     np.testing.assert_array_equal(first.asnumpy(), again.asnumpy())
     with pytest.raises(ValueError):
         block(mx.nd.ones(2), mx.nd.ones(2))
+
+
+def test_symbol_block_registers_params_without_their_common_prefix():
+    data = mx.sym.var('data')
+    out = mx.sym.FullyConnected(data, num_hidden=2, name='net_fc')
+    block = gluon.SymbolBlock(out, data)
+    assert sorted(block._reg_params) == ['bias', 'weight']
+    assert sorted(block.collect_params().keys()) == ['net_fc_bias', 'net_fc_weight']
+
+
+def test_summary_refuses_hybridized_blocks():
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(2))
+    net.initialize()
+    net.summary(mx.nd.ones((1, 3)))
+    net.hybridize()
+    with pytest.raises(AssertionError):
+        net.summary(mx.nd.ones((1, 3)))

@@ -10,6 +10,7 @@ mx.autograd.record() exactly as in the imperative run.
 """
 from collections import OrderedDict, defaultdict
 import json
+import os
 import re
 import threading
 import warnings
@@ -372,6 +373,9 @@ class Block:
             return str(shapes[0]) if len(shapes) == 1 else str(shapes)
 
         def register(block):
+            assert not isinstance(block, HybridBlock) or not block._active, \
+                '"%s" must not be hybridized to print summary.' % block.name
+
             def hook(blk, _, outputs):
                 key = '%s-%i' % (blk.__class__.__name__, len(summary) + 1)
                 n_params = trainable = 0
@@ -765,7 +769,10 @@ class SymbolBlock(HybridBlock):
                 "SymbolBlock doesn't support Parameter '%s' because its storage type is " \
                 'not default (__storage_type__=%s)' % (node.name, stype)
         self._cached_graph = syms, out
-        self._reg_params = {k: v for k, v in self.params.items()}
+        # registered under their names less the common prefix (the structural names that
+        # save_parameters writes), as MXNet's SymbolBlock
+        common = len(os.path.commonprefix(list(self.params.keys())))
+        self._reg_params = {k[common:]: v for k, v in self.params.items()}
 
     def _get_graph(self, *args):
         return self._cached_graph
