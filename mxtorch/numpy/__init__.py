@@ -16,7 +16,8 @@ from . import random, linalg
 
 zeros_like, ones_like = _zl, _ol
 round = _funcs_module.around  # pylint: disable=redefined-builtin
-max, min, sum, abs, all, any = (_funcs_module.max, _funcs_module.min, _funcs_module.sum,  # pylint: disable=redefined-builtin
+# pylint: disable=redefined-builtin
+max, min, sum, abs, all, any = (_funcs_module.max, _funcs_module.min, _funcs_module.sum,
                                 _funcs_module.abs, _funcs_module.all, _funcs_module.any)
 pi, e, inf, nan, newaxis = _funcs_module.pi, _funcs_module.e, float('inf'), float('nan'), None
 PZERO, NZERO, euler_gamma = 0.0, -0.0, _funcs_module.euler_gamma

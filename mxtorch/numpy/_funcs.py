@@ -328,7 +328,7 @@ def full_scalar(like, value):
                            device=like._tensor.device), like.context)
 
 
-# ---- shapes ---------------------------------------------------------------------------------------
+# ---- shapes ----------------------------------------------------------------------------------
 def reshape(a, newshape, order='C'):
     t = _as_tensor(a)
     shape = (int(newshape),) if isinstance(newshape, integer_types) else \
@@ -798,7 +798,8 @@ def bincount(x, weights=None, minlength=0):
     return wrap(torch.bincount(_as_tensor(x).long(), w, minlength), _ctx(x))
 
 
-def histogram(a, bins=10, range=None, normed=None, weights=None, density=None):  # pylint: disable=redefined-builtin
+def histogram(a, bins=10, range=None,  # pylint: disable=redefined-builtin
+              normed=None, weights=None, density=None):
     hist, edges = _onp.histogram(a.asnumpy(), bins if isinstance(bins, int) else bins.asnumpy(),
                                  range, weights=weights, density=density)
     return array(hist, dtype=hist.dtype), array(edges, dtype=a.dtype)
@@ -918,7 +919,7 @@ def einsum(*operands, **kwargs):
         return _finish(torch.einsum(subscripts, *_seq(arrays)), _ctx(*arrays), out)
 
 
-# ---- the tables, installed as functions -----------------------------------------------------------
+# ---- the tables, installed as functions ------------------------------------------------------
 _g = globals()
 for _name, _fn in _UNARY_FLOAT.items():
     _g[_name] = _unary(_name, _fn, 'float')
