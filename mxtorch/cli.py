@@ -111,6 +111,8 @@ def _curves_svg(history, path):
 
 def train(args):
     import mxtorch as mx
+    from .cpu_threads import describe
+    logging.info('%s', describe())
     mx.random.seed(args.seed)
     np.random.seed(args.seed)
     train_iter, val_iter, val_y = _data(args)

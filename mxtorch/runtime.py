@@ -85,3 +85,11 @@ class Features(collections.OrderedDict):
 def feature_list():
     """The Feature objects, in MXNet's order."""
     return list(Features().values())
+
+
+def cpu_threads():
+    """What mxtorch chose at import for CPU work (see mxtorch.cpu_threads): a dict with
+    'threads' (per operator), 'reason', 'cores' (available to this process), 'interop_threads',
+    'wait_policy' (what mxtorch set for OpenMP, None if it left it) and 'user_wait_settings'."""
+    from . import cpu_threads as chooser
+    return dict(chooser.configure())
