@@ -4,6 +4,9 @@
 """
 __version__ = '0.1.0'
 
+from . import cpu_threads as _cpu_threads
+_cpu_threads.configure()     # before anything imports torch: OpenMP reads its wait policy then
+
 from .base import MXNetError, NotImplementedForSymbol
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import context, base, ops, autograd, random
