@@ -112,3 +112,106 @@ def test_summary_refuses_hybridized_blocks():
     net.hybridize()
     with pytest.raises(AssertionError):
         net.summary(mx.nd.ones((1, 3)))
+
+
+# MXNet 1.9.1: a (5, 2) weight of ones on cpu(0) and cpu(1), rows [0, 2] and [2, 3] looked up,
+# loss sum(embedding * [[1, 2], [3, 4]]), SGD lr 0.1 momentum 0.9 wd 0.1 (lazy update), 2 steps
+_SPARSE_SGD_FINAL = [[0.6821, 0.3931], [1.0, 1.0], [-0.1849, -0.7629], [0.1041, -0.1849],
+                     [1.0, 1.0]]
+
+
+def _two_contexts_data():
+    ctxs = [mx.cpu(0), mx.cpu(1)]
+    datas = [mx.nd.array([0, 2], ctx=ctxs[0]), mx.nd.array([2, 3], ctx=ctxs[1])]
+    coefs = [mx.nd.array([[1., 2.], [3., 4.]], ctx=c) for c in ctxs]
+    return ctxs, datas, coefs
+
+
+def test_row_sparse_weight_trains_on_the_kvstore(tmp_path):
+    ctxs, datas, coefs = _two_contexts_data()
+    w = gluon.Parameter('w', shape=(5, 2), stype='row_sparse', grad_stype='row_sparse')
+    w.initialize(init=mx.init.One(), ctx=ctxs)
+    trainer = gluon.Trainer([w], 'sgd', {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 0.1})
+    for _ in range(2):
+        with mx.autograd.record():
+            ys = [(mx.nd.Embedding(x, w.row_sparse_data(x), input_dim=5, output_dim=2,
+                                   sparse_grad=True) * c).sum() for x, c in zip(datas, coefs)]
+        for y in ys:
+            y.backward()
+        assert w.grad(ctxs[0]).stype == 'row_sparse'
+        np.testing.assert_array_equal(w.grad(ctxs[0]).asnumpy(),
+                                      [[1, 2], [0, 0], [3, 4], [0, 0], [0, 0]])
+        trainer.step(1)
+    assert trainer._update_on_kvstore is True
+    got = w.row_sparse_data(mx.nd.arange(0, 5))
+    np.testing.assert_allclose(got.asnumpy(), _SPARSE_SGD_FINAL, rtol=1e-5, atol=1e-5)
+    # the full value is pulled from the kvstore when saved
+    np.testing.assert_allclose(w._reduce().asnumpy(), _SPARSE_SGD_FINAL, rtol=1e-5, atol=1e-5)
+    states = str(tmp_path / 'sparse.states')
+    trainer.save_states(states)
+    trainer.load_states(states)
+    w.lr_mult = 2.0
+    assert trainer._kvstore._updater.optimizer._get_lr(0) == pytest.approx(0.2)
+    v = gluon.Parameter('v', shape=(2, 2), stype='row_sparse')
+    v.initialize()
+    with pytest.raises(ValueError):          # sparse weights are updated on the kvstore
+        gluon.Trainer([v], 'sgd', update_on_kvstore=False).save_states(states)
+
+
+def test_dense_weight_with_sparse_grad_updates_locally():
+    ctxs, datas, coefs = _two_contexts_data()
+    emb = gluon.nn.Embedding(5, 2, sparse_grad=True)
+    emb.initialize(mx.init.One(), ctx=ctxs)
+    trainer = gluon.Trainer(emb.collect_params(), 'sgd',
+                            {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 0.1})
+    for _ in range(2):
+        with mx.autograd.record():
+            ys = [(emb(x) * c).sum() for x, c in zip(datas, coefs)]
+        for y in ys:
+            y.backward()
+        trainer.step(1)
+    assert trainer._update_on_kvstore is False
+    for c in ctxs:
+        np.testing.assert_allclose(emb.weight.data(c).asnumpy(), _SPARSE_SGD_FINAL,
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_sparse_rows_pulled_inside_a_forward_with_deferred_dense_layers():
+    class Net(gluon.Block):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.embed = self.params.get('embed', shape=(4, 3), stype='row_sparse',
+                                             grad_stype='row_sparse')
+                self.dense = gluon.nn.Dense(2)
+
+        def forward(self, x):
+            rows = self.embed.row_sparse_data(x)
+            return self.dense(mx.nd.Embedding(x, rows, input_dim=4, output_dim=3,
+                                              sparse_grad=True))
+
+    ctxs = [mx.cpu(1), mx.cpu(2)]
+    net = Net(prefix='net_')
+    net.initialize(mx.init.One(), ctx=ctxs)
+    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 1})
+    xs = gluon.utils.split_and_load(mx.nd.array([[0, 2], [1, 2]]), ctxs)
+    with mx.autograd.record():
+        ys = [net(x) for x in xs]
+    for y in ys:
+        y.backward()
+    trainer.step(1)
+    assert not trainer._params_to_init
+    weight = net.embed.row_sparse_data(mx.nd.arange(0, 4, ctx=ctxs[0])).asnumpy()
+    np.testing.assert_array_equal(weight[:, 0], [-1, -1, -3, 1])
+
+
+def test_sparse_embedding_gradient_rows():
+    layer = gluon.contrib.nn.SparseEmbedding(10, 4)
+    layer.initialize()
+    gluon.Trainer(layer.collect_params(), 'sgd')
+    with mx.autograd.record():
+        y = layer(mx.nd.array([3, 4, 2, 0, 1]))
+    y.backward()
+    grad = layer.weight.grad()
+    assert grad.stype == 'row_sparse'
+    np.testing.assert_array_equal(grad.asnumpy()[:, 0], [1] * 5 + [0] * 5)

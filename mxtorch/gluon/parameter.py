@@ -217,6 +217,12 @@ class Parameter:
     def _reduce(self):
         """The value on the CPU (the mean of the copies)."""
         block = self._check_and_get(self._data, list)
+        if self._stype != 'default' and self._trainer:
+            # the full value lives in the Trainer's kvstore: pull every row
+            full = ndarray.sparse.zeros(self._stype, self.shape, ctx=cpu(), dtype=self.dtype)
+            all_rows = ndarray.arange(0, self.shape[0], dtype='int64', ctx=cpu())
+            self._trainer._row_sparse_pull(self, full, all_rows, full_idx=True)
+            return full
         if len(block) == 1:
             return block[0].copyto(cpu())
         total = block[0].copyto(cpu())
@@ -290,17 +296,21 @@ class Parameter:
         self._trainer = trainer
 
     def _rows(self, row_id, ctx):
+        """The value arrays on `ctx` (a list for every context), holding the rows `row_id`
+        pulled from the Trainer's kvstore (which keeps the full value); gradients recorded
+        through them reach this Parameter's gradient."""
         if self._stype != 'row_sparse':
             raise RuntimeError("Cannot return a copy of Parameter %s via row_sparse_data() "
                                "because its storage type is %s. Please use data() instead."
                                % (self.name, self._stype))
+        if not isinstance(row_id, NDArray):
+            raise TypeError('row_id must have NDArray type, but %s is given' % type(row_id))
         if not self._trainer:
             raise RuntimeError("Cannot get row_sparse data for Parameter '%s' when no Trainer "
                                'is created with it.' % self.name)
-        arrays = self._check_and_get(self._data, ctx)
-        arrays = arrays if ctx is list else [arrays]
-        rows = [self._trainer._row_sparse_pull(self, a, row_id) for a in arrays]
-        return rows if ctx is list else rows[0]
+        results = self._check_and_get(self._data, ctx)
+        self._trainer._row_sparse_pull(self, results, row_id)
+        return results
 
     def row_sparse_data(self, row_id):
         """The rows `row_id` of the value on row_id's context (a row_sparse Parameter,

@@ -1,6 +1,9 @@
 """mx.gluon.Trainer: applies an mx.optimizer to Parameters, aggregating gradients over their
 contexts through an mx.kvstore (none for one device, as MXNet)."""
 from .. import optimizer as opt
+from .. import autograd, kvstore as kvs
+from ..kvstore import KVStore
+from ..kvstore.base import KVStoreBase
 from ..model import _create_kvstore
 from .parameter import Parameter, ParameterDict
 
@@ -25,6 +28,8 @@ class Trainer:
                              % type(params))
         self._params = []
         self._param2idx = {}
+        self._contains_sparse_weight = False
+        self._contains_sparse_grad = False
         for i, param in enumerate(params):
             if not isinstance(param, Parameter):
                 raise ValueError('First argument must be a list or dict of Parameters, got '
@@ -35,6 +40,8 @@ class Trainer:
             self._param2idx[param.name] = i
             self._params.append(param)
             param._set_trainer(self)
+            self._contains_sparse_weight |= param._stype != 'default'
+            self._contains_sparse_grad |= param._grad_stype != 'default'
         self._compression_params = compression_params
         self._contexts = self._check_contexts()
         self._init_optimizer(optimizer, optimizer_params or {})
@@ -81,22 +88,56 @@ class Trainer:
 
     def _init_kvstore(self):
         config = self._kvstore_params
-        arg_arrays = {p.name: p._check_and_get(p._data, self._contexts[0]) for p in self._params}
-        kvstore, update_on_kvstore = _create_kvstore(config['kvstore'], len(self._contexts),
-                                                     arg_arrays)
-        self._distributed = 'dist' in kvstore.type if kvstore else False
-        if self._distributed and 'async' in kvstore.type:
+        if self._contains_sparse_weight:
+            # sparse weights live (whole) in the kvstore, which updates them: rows are pulled
+            # before forward, gradients pushed after backward
+            kvstore = config['kvstore']
+            if isinstance(kvstore, str):
+                kvstore = kvs.create(kvstore)
+            elif not isinstance(kvstore, KVStoreBase):
+                raise TypeError("Cannot create '%s' KVStore with row_sparse parameters. The "
+                                'type must be KVStore or str.' % kvstore)
+            assert kvstore.is_capable(KVStoreBase.OPTIMIZER), \
+                'KVStore with sparse weight requires optimizer support. However, type(kv) ' \
+                'does not support optimizer. Please consider other kvstore backends ' \
+                '(e.g. dist_device) instead.'
             update_on_kvstore = True
+            self._distributed = 'dist' in kvstore.type
             if config['update_on_kvstore'] is False:
-                raise ValueError('Please set update_on_kvstore=True when training in async '
-                                 'mode.')
-        if config['update_on_kvstore'] is not None:
-            update_on_kvstore = config['update_on_kvstore']
-        if kvstore and update_on_kvstore and not kvstore.is_capable('optimizer'):
-            if config['update_on_kvstore']:
-                raise ValueError('Please set update_on_kvstore=False when training with %s'
-                                 % type(kvstore))
-            update_on_kvstore = False
+                raise ValueError('Cannot set update_on_kvstore=False when sparse weights are '
+                                 'present.')
+        elif self._contains_sparse_grad:
+            # dense weights, sparse gradients: one process aggregates the gradients and
+            # updates locally; several update on the kvstore
+            arg_arrays = {p.name: p.data(self._contexts[0]) for p in self._params}
+            kvstore, _ = _create_kvstore(config['kvstore'], len(self._contexts), arg_arrays)
+            self._distributed = 'dist' in kvstore.type if kvstore else False
+            update_on_kvstore = self._distributed
+            if config['update_on_kvstore'] is not None:
+                if config['update_on_kvstore'] is False and self._distributed:
+                    raise ValueError('Cannot set update_on_kvstore=False on dist kvstore when '
+                                     'sparse gradients are present.')
+                update_on_kvstore = config['update_on_kvstore']
+            if kvstore is not None and not isinstance(kvstore, KVStore):
+                raise ValueError('Cannot use {} for multi-device training with sparse '
+                                 'gradients'.format(type(kvstore)))
+        else:
+            arg_arrays = {p.name: p.data(self._contexts[0]) for p in self._params}
+            kvstore, update_on_kvstore = _create_kvstore(config['kvstore'],
+                                                         len(self._contexts), arg_arrays)
+            self._distributed = 'dist' in kvstore.type if kvstore else False
+            if self._distributed and 'async' in kvstore.type:
+                update_on_kvstore = True
+                if config['update_on_kvstore'] is False:
+                    raise ValueError('Please set update_on_kvstore=True when training in '
+                                     'async mode.')
+            if config['update_on_kvstore'] is not None:
+                update_on_kvstore = config['update_on_kvstore']
+            if kvstore and update_on_kvstore and not kvstore.is_capable('optimizer'):
+                if config['update_on_kvstore']:
+                    raise ValueError('Please set update_on_kvstore=False when training with %s'
+                                     % type(kvstore))
+                update_on_kvstore = False
         if kvstore:
             if self._compression_params:
                 kvstore.set_gradient_compression(self._compression_params)
@@ -120,7 +161,14 @@ class Trainer:
                     waiting.append(param)
                     continue
                 arrays = _values(param)
-                self._kvstore.broadcast(self._param2idx[param.name], arrays[0], arrays)
+                idx = self._param2idx[param.name]
+                if param._stype != 'default':
+                    self._kvstore.init(idx, arrays[0])
+                else:
+                    # the copies take the first one's value; the first is not written again
+                    # when there are others, as it may already be in a recorded graph (a
+                    # deferred Parameter set up during a forward pass)
+                    self._kvstore.broadcast(idx, arrays[0], arrays[1:] or arrays)
         self._params_to_init = waiting
 
     @property
@@ -143,14 +191,16 @@ class Trainer:
         self._optimizer.set_learning_rate(lr)
 
     def _row_sparse_pull(self, parameter, out, row_id, full_idx=False):
-        """The rows `row_id` of `parameter`'s value on out's context, as a row_sparse array
-        (every process holds every parameter's full value, so this is a local retain)."""
-        from ..ndarray import sparse
-        self._prepare()
-        full = parameter._check_and_get(parameter._data, out.context)
-        if full_idx:
-            return full.copy()
-        return sparse.retain(full, row_id.as_in_context(full.context))
+        """Pull the rows `row_id` of `parameter` from the kvstore into `out` (every row, by a
+        plain pull, with full_idx)."""
+        with autograd._RecordingStateScope(False, None):    # kvstore traffic is not recorded
+            self._prepare()
+            idx = self._param2idx[parameter.name]
+            if full_idx and 'dist' not in self._kvstore.type:
+                assert row_id.size == out.shape[0]
+                self._kvstore.pull(idx, out=out, priority=-idx, ignore_sparse=False)
+            else:
+                self._kvstore.row_sparse_pull(idx, out=out, row_ids=row_id, priority=-idx)
 
     def _check_and_rescale_grad(self, scale):
         if self._update_on_kvstore and self._distributed and self._kv_initialized:
@@ -191,7 +241,15 @@ class Trainer:
             if param.grad_req == 'null':
                 continue
             grads = param.list_grad()
-            if self._update_on_kvstore:
+            if grads[0].stype != 'default':
+                # sparse gradients: push, then pull the dense weight (updated on the kvstore)
+                # or the summed gradient; a sparse weight is pulled by rows before forward
+                self._kvstore.push(i, grads, priority=-i)
+                if param._stype == 'default':
+                    pull_into = param.list_data() if self._update_on_kvstore else grads
+                    self._kvstore.pull(i, pull_into, priority=-i,
+                                       ignore_sparse=self._distributed)
+            elif self._update_on_kvstore:
                 self._kvstore.pushpull(i, grads, out=_values(param), priority=-i)
             else:
                 self._kvstore.pushpull(i, grads, priority=-i)
