@@ -28,6 +28,7 @@ from . import profiler
 from .base import MXNetError, np_dtype, torch_dtype
 from .context import Context
 from .ndarray.ndarray import NDArray, _wrap
+from .ndarray.alloc import zeros as lazy_zeros
 from .ops.shapes import first, known, prod
 from .symbol.graph import topo_order
 from .symbol.infer import infer_graph_shapes, infer_graph_types
@@ -219,10 +220,12 @@ class Executor:
         self._fast_infer = None
         head_ctx = [placement.get(id(n), ctx) for n, _ in self._optimized._entries]
         self.outputs = out_arrays or [
-            _wrap(torch.zeros(shapes[(id(n), k)], dtype=torch_dtype(t), device=c.torch_device), c)
+            _wrap(lazy_zeros(shapes[(id(n), k)], torch_dtype(t), c.torch_device), c)
             for (n, k), t, c in zip(symbol._entries, out_types, head_ctx)]
         from .ndarray.sparse import sparse_outputs      # outputs MXNet stores sparse
         self.outputs = sparse_outputs(symbol, self._arg_nodes, arg_arrays, self.outputs)
+        from .ndarray.sparse import sparse_output_plan
+        self._sparse_plan = sparse_output_plan(symbol, self.outputs)
         self._leaf_positions = [i for i, (req, g) in enumerate(zip(grad_reqs, self._grad_list))
                                 if req != 'null' and g is not None
                                 and self.arg_arrays[i]._tensor.dtype.is_floating_point]
@@ -365,6 +368,10 @@ class Executor:
         with torch.no_grad():
             for out, value in zip(self.outputs, heads):
                 out._tensor.copy_(value)
+        if self._sparse_plan is not None:        # stored rows/elements as MXNet's kernels
+            from .ndarray.sparse import run_sparse_outputs
+            run_sparse_outputs(self._sparse_plan, self._symbol, self._arg_nodes, self.arg_arrays,
+                               self._aux_nodes, self.aux_arrays, self.outputs, bool(is_train))
         return self.outputs
 
     def run_on(self, tensors, is_train, monitor=None, monitor_all=False):
@@ -458,7 +465,7 @@ class Executor:
             if kind != 'required' or not head.requires_grad:
                 continue                  # BlockGrad, and losses (seeded below)
             if given is not None:
-                head_grads.append(given._tensor.to(head.dtype))
+                head_grads.append(given._tensor.to(device=head.device, dtype=head.dtype))
             else:
                 raise MXNetError('Because the last operator is not Loss function, head_gradient '
                                  'is required when calling backward. (output %s has none)'
@@ -782,8 +789,7 @@ def _carve(name, old, shape, allow_up_sizing):
                          'executor and then down sizing it is more efficient than the reverse. '
                          'If you really want to up size, set allow_up_sizing=True to enable '
                          'allocation of new arrays.' % name)
-    return _wrap(torch.zeros(shape, dtype=old._tensor.dtype, device=old._tensor.device),
-                 old.context)
+    return _wrap(lazy_zeros(shape, old._tensor.dtype, old._tensor.device), old.context)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -948,15 +954,15 @@ def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
         if shared is not None and shared.shape == shape and shared._tensor.dtype == dt:
             return shared
         if exact:               # parameters come from shared_exec only (as MXNet): never
-            return _wrap(torch.zeros(shape, dtype=dt, device=device), where)   # the buffer
+            return _wrap(lazy_zeros(shape, dt, device), where)   # the buffer
         if buffer_key is not None and shared_buffer is not None:
             buf = shared_buffer.get(buffer_key)
             if buf is not None and buf.size >= prod(shape) and buf._tensor.dtype == dt:
                 return _wrap(_view_of(buf._tensor, shape), where)
-            arr = _wrap(torch.zeros(shape, dtype=dt, device=device), where)
+            arr = _wrap(lazy_zeros(shape, dt, device), where)
             shared_buffer[buffer_key] = arr
             return arr
-        return _wrap(torch.zeros(shape, dtype=dt, device=device), where)
+        return _wrap(lazy_zeros(shape, dt, device), where)
 
     arg_arrays, grad_arrays = [], []
     for node, req in zip(arg_nodes, reqs):

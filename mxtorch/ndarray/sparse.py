@@ -374,8 +374,10 @@ def from_dense_tensor(stype, tensor, ctx):
     """An array of storage `stype` holding the values of a dense tensor (its non-zeros)."""
     if stype == 'default':
         return _wrap(tensor, ctx)
-    tensor = tensor.detach()
-    return _new(stype, tuple(tensor.shape), ctx, parts=_dense_to_parts(stype, tensor))
+    parts = _dense_to_parts(stype, tensor.detach())
+    # a result recorded by autograd keeps its graph: its dense form is the recorded tensor
+    return _new(stype, tuple(tensor.shape), ctx, parts=parts,
+                dense=tensor if tensor.requires_grad else None)
 
 
 def cast_storage(arr, stype):
@@ -735,7 +737,10 @@ def sparse_outputs(symbol, arg_nodes, arg_arrays, outputs):
         p = node.params
         in_stypes = [stypes.get((id(src), k), 'default') for src, k in node.inputs]
         rule = node.op.infer_storage
-        out = rule(p, in_stypes) if rule is not None else None
+        try:
+            out = rule(p, in_stypes) if rule is not None else None
+        except MXNetError as err:
+            raise MXNetError('Error in operator %s: %s' % (node.name, err)) from None
         for k in range(node.op.num_outputs(p)):
             stypes[(id(node), k)] = out[k] if out is not None and k < len(out) else 'default'
     result = list(outputs)
@@ -744,3 +749,39 @@ def sparse_outputs(symbol, arg_nodes, arg_arrays, outputs):
         if st != 'default' and arr.stype == 'default':
             result[i] = zeros(st, arr.shape, ctx=arr.context, dtype=arr.dtype)
     return result
+
+
+def sparse_output_plan(symbol, outputs):
+    """The nodes (in order) an executor re-runs imperatively after its dense forward to give its
+    sparse outputs the rows/elements MXNet's sparse kernels store (which a dense result cannot
+    tell from zeros); None when no sparse output comes from such a kernel."""
+    from ..symbol.graph import topo_order
+    heads = [e for e, arr in zip(symbol._entries, outputs) if arr.stype != 'default']
+    if not heads:
+        return None
+    order = topo_order(heads)
+    if not any(n.op is not None and getattr(n.op, 'sparse_forward', None) is not None
+               for n in order):
+        return None
+    return order
+
+
+def run_sparse_outputs(order, symbol, arg_nodes, arg_arrays, aux_nodes, aux_arrays, outputs,
+                       is_train):
+    """Evaluate `order` (sparse_output_plan) operator by operator on the bound arrays, with
+    storage types, and store the results into the executor's sparse outputs."""
+    from ..autograd import pause
+    values = {(id(n), 0): a for n, a in zip(list(arg_nodes) + list(aux_nodes),
+                                            list(arg_arrays) + list(aux_arrays))}
+    with pause(train_mode=is_train):
+        for node in order:
+            if node.op is None:
+                continue
+            res = invoke_with_storage(node.op, node.params,
+                                      [values[(id(s), k)] for s, k in node.inputs],
+                                      train=is_train)
+            for k, r in enumerate(res if isinstance(res, list) else [res]):
+                values[(id(node), k)] = r
+    for (node, k), out in zip(symbol._entries, outputs):
+        if out.stype != 'default' and (id(node), k) in values:
+            assign(out, values[(id(node), k)])

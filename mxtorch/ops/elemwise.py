@@ -232,11 +232,67 @@ class _MXNetArcHyperbolic(torch.autograd.Function):
         return dy * (2 * slope.detach() - slope), None
 
 
+class _MXNetCbrt(torch.autograd.Function):
+    """cbrt with MXNet's gradient dy / (3 * cbrt(x)^2): +inf (not nan) at zero."""
+
+    @staticmethod
+    def forward(ctx, x):  # pylint: disable=arguments-differ
+        y = torch.sign(x) * torch.abs(x).pow(1.0 / 3)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):  # pylint: disable=arguments-differ
+        y, = ctx.saved_tensors
+        return dy / (3 * y * y)
+
+
+def _mx_digamma(x):
+    """MXNet's psi (Cephes): +inf at zero and the negative integers (torch: -inf / nan)."""
+    pole = (x <= 0) & (x == torch.floor(x))
+    return torch.where(pole, torch.full_like(x, math.inf), torch.digamma(x))
+
+
+def _mx_gamma_value(x):
+    g = torch.exp(torch.lgamma(x)) * _gamma_sign(x)
+    g = torch.where(x == 0, torch.copysign(torch.full_like(x, math.inf), x), g)
+    return torch.where((x < 0) & (x == torch.floor(x)), torch.full_like(x, math.nan), g)
+
+
+class _MXNetGamma(torch.autograd.Function):
+    """gamma (nan at the negative integers, +-inf at +-0) and its gradient gamma(x) * psi(x)."""
+
+    @staticmethod
+    def forward(ctx, x):  # pylint: disable=arguments-differ
+        y = _mx_gamma_value(x)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):  # pylint: disable=arguments-differ
+        x, y = ctx.saved_tensors
+        return dy * y * _mx_digamma(x)
+
+
+class _MXNetGammaln(torch.autograd.Function):
+    """lgamma with MXNet's gradient psi(x) (+inf at the poles)."""
+
+    @staticmethod
+    def forward(ctx, x):  # pylint: disable=arguments-differ
+        ctx.save_for_backward(x)
+        return torch.lgamma(x)
+
+    @staticmethod
+    def backward(ctx, dy):  # pylint: disable=arguments-differ
+        x, = ctx.saved_tensors
+        return dy * _mx_digamma(x)
+
+
 _UNARY = {
     'abs': torch.abs, 'sign': torch.sign, 'round': _round_half_away, 'rint': _rint,
     'ceil': torch.ceil, 'floor': torch.floor, 'trunc': torch.trunc, 'fix': torch.trunc,
     'square': torch.square, 'sqrt': torch.sqrt, 'rsqrt': torch.rsqrt,
-    'cbrt': lambda x: torch.sign(x) * torch.abs(x).pow(1.0 / 3),
+    'cbrt': _MXNetCbrt.apply,
     'rcbrt': lambda x: 1.0 / (torch.sign(x) * torch.abs(x).pow(1.0 / 3)),
     'exp': torch.exp, 'expm1': torch.expm1, 'log': torch.log, 'log10': torch.log10,
     'log2': torch.log2, 'log1p': torch.log1p, 'sin': torch.sin, 'cos': torch.cos,
@@ -247,8 +303,8 @@ _UNARY = {
     'degrees': lambda x: x * (180.0 / math.pi), 'radians': lambda x: x * (math.pi / 180.0),
     'relu': torch.relu, 'sigmoid': torch.sigmoid, 'softsign': lambda x: x / (1 + torch.abs(x)),
     'reciprocal': torch.reciprocal, 'negative': torch.neg, 'erf': torch.erf,
-    'erfinv': torch.erfinv, 'gamma': lambda x: torch.exp(torch.lgamma(x)) * _gamma_sign(x),
-    'gammaln': torch.lgamma, 'logical_not': lambda x: (x == 0),
+    'erfinv': torch.erfinv, 'gamma': _MXNetGamma.apply,
+    'gammaln': _MXNetGammaln.apply, 'logical_not': lambda x: (x == 0),
     'zeros_like': lambda x: torch.zeros_like(x).detach(),
     'ones_like': lambda x: torch.ones_like(x).detach(),
 }

@@ -68,6 +68,13 @@ def _broadcast_mul(p, st):
     return [C] if st == [C, D] else [D]
 
 
+def _batch_norm(p, st):
+    """Dense fallback, except that MXNet refuses fix_gamma with any sparse input."""
+    if p.fix_gamma and any(s != D for s in st):
+        raise MXNetError('fix_gamma=True is not supported for sparse ndarrays. Tracked at #11647')
+    return None
+
+
 def _dot(p, st):
     if p.forward_stype is not None:
         return [p.forward_stype]
@@ -105,6 +112,53 @@ def _rows_union(op, p, inputs, out_stypes):
     t = dense._tensor
     return [_new(R, tuple(t.shape), dense.context, parts=(t.detach()[rows].clone(), rows),
                  dense=t)]
+
+
+def _recording():
+    from .. import autograd
+    return autograd.is_recording()
+
+
+def _on_stored(op, p, inputs, out_stypes):
+    """Zero-preserving element-wise ops on a sparse input: computed on the stored values only,
+    the result keeping the input's stored rows/elements (as MXNet's sparse kernels: a stored
+    element stays stored whatever its new value). Recorded calls take the dense path."""
+    x = inputs[0]
+    if _recording() or x.stype == D or out_stypes != [x.stype]:
+        return None
+    from ..ndarray.sparse import _new
+    parts = x._get_parts()
+    with torch.no_grad():
+        values = op.forward(p, parts[0], *[y._tensor for y in inputs[1:]]) \
+            if len(inputs) == 1 else None
+    if values is None:
+        return None
+    return [_new(x.stype, x.shape, x.context, parts=(values,) + tuple(parts[1:]))]
+
+
+def _nothing_stored(op, p, inputs, out_stypes):
+    """zeros_like of a sparse array: the same storage type, nothing stored."""
+    x = inputs[0]
+    if _recording() or x.stype == D:
+        return None
+    from ..ndarray.sparse import zeros
+    return [zeros(x.stype, x.shape, ctx=x.context, dtype=x.dtype)]
+
+
+def _scatter_div_rule(p, st):
+    return [R] if st[0] == R else [D]
+
+
+def _scatter_div(op, p, inputs, out_stypes):
+    """row_sparse lhs: lhs / rhs on the rows lhs stores, and only those rows."""
+    if out_stypes != [R] or _recording():
+        return None
+    from ..ndarray.sparse import _new
+    lhs, rhs = inputs
+    data, rows = lhs._get_parts()
+    with torch.no_grad():
+        values = op.forward(p, data, rhs._tensor[rows])
+    return [_new(R, lhs.shape, lhs.context, parts=(values, rows))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,14 +201,17 @@ _set(['_sparse_retain'], lambda p, st: [R] if st[0] == R else None, _retain_spar
 _set(['_square_sum'], _square_sum)
 _set(['cast_storage'], lambda p, st: [p.stype])
 
+_set(['_scatter_plus_scalar', '_scatter_minus_scalar'], _keep_first, _on_stored)
+_set(['_scatter_elemwise_div'], _scatter_div_rule, _scatter_div)
 _set(['abs', 'sign', 'round', 'rint', 'ceil', 'floor', 'trunc', 'fix', 'square', 'sqrt',
       'cbrt', 'expm1', 'log1p', 'sin', 'tan', 'arcsin', 'arctan', 'sinh', 'tanh', 'arcsinh',
       'arctanh', 'degrees', 'radians', 'relu', 'negative', 'zeros_like', 'BlockGrad',
-      'make_loss', 'clip', '_copy', '_mul_scalar', '_div_scalar'], _keep_first)
+      'make_loss', 'clip', '_copy', '_mul_scalar', '_div_scalar'], _keep_first, _on_stored)
+_set(['zeros_like'], sparse_forward=_nothing_stored)
 for _name in ('_plus_scalar', '_minus_scalar', '_equal_scalar', '_not_equal_scalar',
               '_greater_scalar', '_greater_equal_scalar', '_lesser_scalar',
               '_lesser_equal_scalar'):
-    _set([_name], _keep_if_zero_stays_zero(_name))
+    _set([_name], _keep_if_zero_stays_zero(_name), _on_stored)
 for _name in ('elemwise_add', 'elemwise_sub', '_grad_add', '_maximum', '_minimum', '_hypot'):
     _set([_name], _same_sparse)
 for _name in ('elemwise_add', 'elemwise_sub', '_grad_add'):
@@ -163,6 +220,7 @@ _set(['add_n'], _all_rsp, _rows_union)
 _set(['elemwise_mul'], _elemwise_mul)
 _set(['broadcast_mul', 'broadcast_div'], _broadcast_mul)
 _set(['dot'], _dot)
+_set(['BatchNorm'], _batch_norm)
 _set(['slice'], _slice)
 _set(['Concat'], _concat)
 
