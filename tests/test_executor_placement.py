@@ -38,3 +38,22 @@ def test_without_group2ctx_everything_uses_the_executor_context():
 def test_unknown_group_is_an_error():
     with pytest.raises(Exception, match='device assignment not found for group s2'):
         _net().simple_bind(mx.cpu(0), group2ctx={'s1': mx.cpu(1)}, a=(2, 2))
+
+
+@pytest.mark.skipif(not mx.context.num_gpus(), reason='needs a CUDA device')
+def test_head_gradient_given_on_another_device_than_its_output():
+    """A group2ctx graph whose output lives on the GPU takes a head gradient made on the CPU
+    (MXNet copies it across), and the CPU-placed argument gets the right gradient."""
+    a, b = mx.sym.Variable('a'), mx.sym.Variable('b')
+    with mx.AttrScope(ctx_group='dev1'):
+        x = a * 3
+    with mx.AttrScope(ctx_group='dev2'):
+        y = x + b
+    exe = y.simple_bind(mx.cpu(), group2ctx={'dev1': mx.cpu(), 'dev2': mx.gpu(0)},
+                        a=(2, 3), b=(2, 3))
+    exe.arg_dict['a'][:] = 1
+    exe.forward(is_train=True)
+    assert exe.outputs[0].context == mx.gpu(0)
+    exe.backward(mx.nd.full((2, 3), 2, ctx=mx.cpu()))
+    np.testing.assert_allclose(exe.grad_dict['a'].asnumpy(), np.full((2, 3), 6.0))
+    np.testing.assert_allclose(exe.grad_dict['b'].asnumpy(), np.full((2, 3), 2.0))
