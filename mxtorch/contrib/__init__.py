@@ -4,10 +4,13 @@
 mxtorch's `mx.nd.contrib` and `mx.sym.contrib`: the operators registered as `_contrib_<name>`,
 under `<name>`. They are also importable as `mxtorch.contrib.ndarray` etc.
 `mx.contrib.autograd` is MXNet's first autograd interface (train_section, grad_and_loss).
+`mx.contrib.onnx` imports and exports ONNX models, `mx.contrib.tensorboard` logs metrics to
+TensorBoard, `mx.contrib.torch.to_torch` makes a Symbol a torch.nn.Module.
 """
 import sys
 
 from . import autograd
+from . import onnx, torch  # noqa: F401 (each imports its optional package lazily)
 from ..ndarray import contrib as ndarray
 from ..symbol import contrib as symbol
 
