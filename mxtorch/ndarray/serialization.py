@@ -29,9 +29,10 @@ def _invalid(detail):
 
 
 class _Reader:
-    def __init__(self, buf):
+    def __init__(self, buf, owned=False):
         self.buf = memoryview(buf)
         self.pos = 0
+        self.owned = owned      # a writable buffer only the arrays read will use: no copies
 
     def remaining(self):
         return len(self.buf) - self.pos
@@ -89,7 +90,9 @@ def _read_dense(reader, shape, dtype, what):
     if dtype == bfloat16:
         t = torch.frombuffer(bytearray(raw), dtype=torch.int16).view(torch.bfloat16)
         return t.reshape(shape)
-    arr = np.frombuffer(raw, dtype=dtype.newbyteorder('<'), count=count).astype(dtype, copy=True)
+    arr = np.frombuffer(raw, dtype=dtype.newbyteorder('<'), count=count)
+    if not (reader.owned and arr.flags.aligned and arr.flags.writeable):
+        arr = arr.astype(dtype, copy=True)
     return torch.from_numpy(arr.reshape(shape))
 
 
@@ -205,8 +208,8 @@ def load_frombuffer(buf):
         raise _invalid('%s: %s' % (type(err).__name__, err)) from None
 
 
-def _parse_list(buf):
-    reader = _Reader(buf)
+def _parse_list(buf, owned=False):
+    reader = _Reader(buf, owned)
     magic = reader.u64('header')
     if magic != LIST_MAGIC:
         raise _invalid('header magic is 0x%x, expected 0x112' % magic)
@@ -236,9 +239,14 @@ def load(fname):
     if not isinstance(fname, (str, os.PathLike)):
         raise TypeError('fname required to be a string, got %s' % type(fname).__name__)
     with open(fname, 'rb') as f:
-        data = f.read()
+        # read once into memory of our own; the arrays are views of it (no second copy)
+        data = np.empty(os.fstat(f.fileno()).st_size, dtype=np.uint8)
+        got = f.readinto(memoryview(data))
     with reading(fname, 'file'):
-        return load_frombuffer(data)
+        try:
+            return _parse_list(data[:got], owned=True)
+        except PARSE_ERRORS as err:
+            raise _invalid('%s: %s' % (type(err).__name__, err)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,6 +340,9 @@ def atomic_write(fname, payload):
     folder = os.path.dirname(os.path.abspath(fname))
     fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(fname) + '.', dir=folder)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)       # as open() would make it, not mkstemp's 0600
         with os.fdopen(fd, 'wb') as f:
             f.write(payload)
             f.flush()
