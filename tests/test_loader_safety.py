@@ -149,6 +149,17 @@ def test_states_are_checked_against_the_bound_parameters(tmp_path):
     with pytest.raises(MXNetError, match='should be empty'):
         sgd.load_optimizer_states(path)
 
+    # states a kvstore saved are keyed by parameter name; they fit a module without one too
+    by_name = {'fc_weight': source._updater.states[0], 'fc_bias': source._updater.states[1]}
+    with open(path, 'wb') as f:
+        f.write(mx.optimizer.serialization.dumps(by_name))
+    same.load_optimizer_states(path)
+    by_name['fc_weight'] = by_name['fc_bias']
+    with open(path, 'wb') as f:
+        f.write(mx.optimizer.serialization.dumps(by_name))
+    with pytest.raises(MXNetError, match=r'fc_weight\[0\] has shape \(3,\)'):
+        same.load_optimizer_states(path)
+
     extra = dict(source._updater.states)
     extra[7] = extra[0]
     with open(path, 'wb') as f:

@@ -374,11 +374,12 @@ class Module(BaseModule):
         with open(fname, 'rb') as f:
             data = f.read()
         group, num_device = self._exec_group, len(self._context)
-        weights = {}
+        weights = {}                     # by optimizer index, and by name (a kvstore's keys)
         for name, arrays in zip(group.param_names, group.param_arrays):
+            weights[name] = arrays[0]
             for k, weight in enumerate(arrays):
                 weights[self._param_index[name] * num_device + k] = weight
-        known = set(range(len(self._param_index) * num_device))
+        known = set(range(len(self._param_index) * num_device)) | set(self._param_index)
 
         def check(states, optimizer):
             check_states(states, optimizer, weights, known)

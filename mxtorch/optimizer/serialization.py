@@ -229,11 +229,15 @@ def loads(data):
 
 def check_states(states, optimizer, weights, known=None):
     """Raise MXNetError unless `states` ({index: state}) fit the parameters they are for:
-    `weights` maps an optimizer index to its weight; each state must have the structure, shapes
-    and dtypes `optimizer` creates for that weight. Indices in `known` but not in `weights`
-    (parameters not bound here) pass unchecked; any other index is refused."""
+    `weights` maps an optimizer index (or a parameter name: a kvstore keys its states by name)
+    to its weight; each state must have the structure, shapes and dtypes `optimizer` creates for
+    that weight. Indices in `known` but not in `weights` (parameters not bound here) pass
+    unchecked; any other index is refused."""
+    idx2name = getattr(optimizer, 'idx2name', None) or {}
     for index, state in states.items():
         weight = weights.get(index)
+        if weight is None and index in idx2name:
+            weight = weights.get(idx2name[index])
         if weight is None:
             if known is not None and index in known:
                 continue
