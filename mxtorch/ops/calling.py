@@ -15,8 +15,13 @@ def split_call(op, args, kwargs, is_array):
             and all(is_array(a) for a in args[0]):
         args = list(args[0])
     n_arrays = 0
-    while n_arrays < len(args) and is_array(args[n_arrays]):
+    while n_arrays < len(args) and (is_array(args[n_arrays]) or args[n_arrays] is None):
         n_arrays += 1
+    if n_arrays < len(args):
+        # Nones right before parameter values are parameters; at the end of the call they
+        # stand for absent inputs (FullyConnected(x, w, None, no_bias=True)), as in MXNet
+        while n_arrays and args[n_arrays - 1] is None:
+            n_arrays -= 1
     arrays = args[:n_arrays]
     extra = args[n_arrays:]
     params = {}
@@ -45,6 +50,9 @@ def split_call(op, args, kwargs, is_array):
 def assign_inputs(op, p, arrays, array_kw, what):
     """Order arrays by the op's input names -> (list with None for missing, names)."""
     names = op.input_names(p)
+    arrays = list(arrays)
+    while len(arrays) > len(names) and arrays[-1] is None:
+        arrays.pop()                  # absent optional inputs (a bias with no_bias=True)
     if len(arrays) > len(names):
         raise MXNetError('%s takes %d inputs (%s), got %d positional %s'
                          % (op.name, len(names), ', '.join(names), len(arrays), what))
