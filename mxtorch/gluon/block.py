@@ -22,8 +22,10 @@ from .. import name as _name
 from ..base import MXNetError, mx_real_t
 from ..context import Context, cpu
 from ..util import is_np_array
+from ..ndarray.cached_op import CachedOp
 from ..ndarray.ndarray import NDArray, _wrap
 from ..symbol import Symbol
+from ..symbol.graph import topo_order
 from .parameter import DeferredInitializationError, Parameter, ParameterDict
 from .utils import _brief_print_list, _flatten, _indent, _regroup, HookHandle
 
@@ -436,6 +438,10 @@ class _CachedGraph:
         self.aux_names = out.list_auxiliary_states()
         self.executors = {}
         self.params = None            # name -> Parameter, found on the first call
+        # a graph with an operator whose output shape depends on values cannot be bound to a
+        # static plan: it runs operator by operator (mx.nd.CachedOp), as MXNet's CachedOp does
+        self.imperative = CachedOp(out) if any(
+            n.op is not None and n.op.dynamic_shape for n in topo_order(out._entries)) else None
 
 
 def _op_hook(graph, callback):
@@ -607,6 +613,10 @@ class HybridBlock(Block):
         if missing:
             raise MXNetError('the hybridized graph needs %s, which are neither inputs nor '
                              'Parameters of %s' % (missing, self.name))
+        if cached.imperative is not None:
+            outs = cached.imperative(*[values[n.name] for n in cached.imperative._variables])
+            return _regroup(list(outs) if isinstance(outs, (list, tuple)) else [outs],
+                            self._out_format)[0]
         args_nd = [values[n] for n in cached.arg_names]
         aux_nd = [values[n] for n in cached.aux_names]
         key = (ctx,) + tuple((a.shape, a._tensor.dtype) for a in args_nd + aux_nd)

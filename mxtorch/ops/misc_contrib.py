@@ -167,7 +167,7 @@ def _boolean_mask_shape(p, ins, outs):
 
 register(OpDef('_contrib_boolean_mask', _boolean_mask, params={'axis': Int(0)},
                inputs=('data', 'index'), infer_shape=_boolean_mask_shape,
-               infer_type=lambda p, ins, outs: ([ins[0], ins[1]], [ins[0]])))
+               infer_type=lambda p, ins, outs: ([ins[0], ins[1]], [ins[0]]))).dynamic_shape = True
 
 
 def _allclose(p, a, b):

@@ -74,6 +74,9 @@ class OpDef:
     # `<name>_backward_output[i]`); False where MXNet hands the head gradient straight to the
     # inputs (its CloneGradient) and reports nothing
     backward_node = True
+    # the output's shape depends on the input values (boolean_mask): a static plan cannot be
+    # bound; hybridized Gluon runs such graphs operator by operator, as MXNet's CachedOp does
+    dynamic_shape = False
 
     def __init__(self, name, forward, params=None, inputs=('data',), aux=(), outputs=('output',),
                  visible_outputs=None, variadic=None, mode_dependent=False, creation=False,
@@ -225,6 +228,16 @@ def register(opdef):
         if n in _REGISTRY and _REGISTRY[n] is not opdef:
             raise MXNetError('operator name %s registered twice' % n)
         _REGISTRY[n] = opdef
+    return opdef
+
+
+def add_alias(name, opdef):
+    """Make `name` another name of the registered `opdef` (MXNet's add_alias)."""
+    if name in _REGISTRY and _REGISTRY[name] is not opdef:
+        raise MXNetError('operator name %s registered twice' % name)
+    _REGISTRY[name] = opdef
+    if name != opdef.name and name not in opdef.aliases:
+        opdef.aliases = opdef.aliases + (name,)
     return opdef
 
 
