@@ -45,6 +45,40 @@ def take_tensor(handle):
     return tensor
 
 
+class ArrayHandle(ctypes.c_void_p):
+    """An NDArrayHandle lent to a callback for the length of the call (MXNet's monitor and op
+    hook protocol: `NDArray(ctypes.cast(handle, NDArrayHandle))` gives the array). For callbacks
+    written against NDArrays it also reads as the array itself (`.shape`, `.asnumpy()`)."""
+
+    def __init__(self, array):
+        with _lock:
+            key = next(_next)
+            _arrays[key] = array._tensor
+        super().__init__(key)
+        self.__dict__['_array'] = array
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__['_array'], name)
+
+    def __repr__(self):
+        return '<NDArrayHandle %d of %r>' % (self.value, self.__dict__['_array'])
+
+    def release(self):
+        """End the loan: a handle not taken by NDArray(handle=...) is forgotten."""
+        with _lock:
+            _arrays.pop(self.value, None)
+
+
+def as_array(value):
+    """The NDArray a monitor callback was given: the array itself or a lent handle to it."""
+    from .ndarray.ndarray import NDArray
+    if isinstance(value, NDArray):
+        return value
+    if isinstance(value, ArrayHandle):
+        return value.__dict__['_array']
+    return NDArray(handle=ctypes.cast(value, ctypes.c_void_p), writable=False)
+
+
 class _LibMXNet:
     """The emulated library: attributes are the supported C functions."""
 

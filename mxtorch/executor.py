@@ -26,6 +26,7 @@ from torch.autograd.variable import Variable
 
 from . import profiler
 from .base import MXNetError, np_dtype, torch_dtype
+from .capi import ArrayHandle
 from .context import Context
 from .ndarray.ndarray import NDArray, _wrap
 from .ndarray.alloc import zeros as lazy_zeros
@@ -522,12 +523,18 @@ class Executor:
 
     # ---- monitoring and step-by-step execution --------------------------------------------------
     def set_monitor_callback(self, callback, monitor_all=False):
-        """Call `callback(name, NDArray)` for every operator output (and input with monitor_all)."""
+        """Call `callback(name, handle)` for every operator output (and input with monitor_all),
+        as MXNet does: `NDArray(ctypes.cast(handle, NDArrayHandle))` (or the handle itself, which
+        reads as the array) gives the value; base.py_str(name) gives the name."""
         self._monitor = callback
         self._monitor_all = monitor_all
 
     def _report(self, name, tensor):
-        self._monitor(name, _wrap(tensor.detach(), self._ctx))
+        handle = ArrayHandle(_wrap(tensor.detach(), self._ctx))
+        try:
+            self._monitor(name, handle)
+        finally:
+            handle.release()
 
     def _watch_backward(self, step, args):
         """Monitoring a training pass: give each argument input of `step` an alias of its own

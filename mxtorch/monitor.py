@@ -10,6 +10,8 @@ import re
 
 import torch
 
+from .base import py_str
+from .capi import as_array
 from .ndarray.ndarray import NDArray
 
 
@@ -42,9 +44,11 @@ class Monitor:
         self.exes = []
 
     def stat_helper(self, name, array):
-        """The executor's monitor callback: record the stat while a collection is active."""
+        """The executor's monitor callback (a name and an NDArray handle, as MXNet's): record
+        the stat while a collection is active."""
+        name = py_str(name)
         if self.activated and self.re_prog.match(name):
-            self.queue.append((self.step, name, self.stat_func(array)))
+            self.queue.append((self.step, name, self.stat_func(as_array(array))))
 
     def install(self, exe):
         """Watch an executor (Module.install_monitor calls this for each of its executors)."""

@@ -14,10 +14,14 @@ The op's arrays are NDArrays; forward/backward run inside a torch.autograd.Funct
 (ops/custom.py), so they take part in executors and mx.autograd alike.
 """
 import collections
-import itertools
+import ctypes  # noqa: F401  (MXNet's mx.operator exports these; `from mxnet.operator import *`
+import itertools  # scripts use ctypes, NDArrayHandle, NDArray, py_str from it)
 import warnings
 
-from .base import MXNetError
+from . import context, symbol  # noqa: F401
+from .base import MXNetError, NDArrayHandle, c_str, check_call, mx_float, mx_int, mx_uint, \
+    py_str  # noqa: F401
+from .ndarray import NDArray  # noqa: F401
 from .ops import custom as _custom
 
 

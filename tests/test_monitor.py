@@ -273,3 +273,27 @@ def test_no_backward_node_where_mxnet_clones_the_gradient():
     assert any(n.startswith('s_backward') for n in backward), backward
     np.testing.assert_allclose(exe.grad_dict['a'].asnumpy(), [2, 2, 2])
     assert all(np.all(np.isfinite(v)) for v in got.values())
+
+
+def test_raw_monitor_callback_gets_mxnet_name_and_handle():
+    """Executor.set_monitor_callback follows MXNet's protocol: a name and an NDArrayHandle that
+    NDArray(ctypes.cast(handle, NDArrayHandle)) turns into the array."""
+    import ctypes
+    from mxtorch.base import NDArrayHandle, py_str
+    seen = {}
+
+    def callback(name, handle):
+        arr = mx.nd.NDArray(ctypes.cast(handle, NDArrayHandle), writable=False)
+        seen[py_str(name)] = arr.asnumpy()
+
+    data = mx.sym.Variable('data')
+    net = mx.sym.FullyConnected(data, num_hidden=2, no_bias=True, name='fc')
+    exe = net.simple_bind(mx.cpu(), data=(1, 3), grad_req='null')
+    exe.arg_dict['data'][:] = mx.nd.array([[1, 2, 3]])
+    exe.arg_dict['fc_weight'][:] = mx.nd.array([[1, 0, 0], [0, 1, 1]])
+    exe.set_monitor_callback(callback, monitor_all=True)
+    exe.forward()
+    np.testing.assert_allclose(seen['fc_output'], [[1, 5]])
+    np.testing.assert_allclose(seen['fc_data'], [[1, 2, 3]])
+    from mxtorch import capi
+    assert not capi._arrays                      # every lent handle was taken or released

@@ -8,6 +8,7 @@
   forward (ops/), the same code the symbolic executor runs.
 """
 from contextlib import nullcontext
+import ctypes
 
 import numpy as np
 import torch
@@ -38,6 +39,8 @@ class NDArray:
 
     def __init__(self, tensor=None, ctx=None, writable=True, handle=None):
         if handle is not None:             # MXNet's NDArray(handle=...), from base._LIB
+        if handle is None and isinstance(tensor, ctypes.c_void_p):
+            handle = tensor                # MXNet's positional NDArray(handle, writable)
             from ..capi import take_tensor
             tensor = take_tensor(handle)
         if not isinstance(tensor, torch.Tensor):
