@@ -394,3 +394,14 @@ def test_softmax_output_gradient_small_and_large(classes):
     inside = (labels >= 0) & (labels < classes)
     prob[np.arange(70)[inside], labels[inside].astype(int)] -= 1
     np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), prob / 70, rtol=1e-4, atol=1e-7)
+
+
+def test_an_output_listed_twice_gets_the_sum_of_its_head_gradients():
+    """Deliberate difference (README, Compatibility): MXNet 1.9.1 keeps only the last head
+    gradient of an output that appears twice in a Group; mxtorch sums them."""
+    x = mx.sym.Variable('x')
+    y = x * 3
+    exe = mx.sym.Group([y, y]).simple_bind(mx.cpu(), x=(2,))
+    exe.forward(is_train=True, x=mx.nd.array([1, 2]))
+    exe.backward([mx.nd.array([1, 1]), mx.nd.array([10, 100])])
+    np.testing.assert_allclose(exe.grad_dict['x'].asnumpy(), [33, 303])
