@@ -10,7 +10,7 @@ TensorBoard, `mx.contrib.torch.to_torch` makes a Symbol a torch.nn.Module.
 import sys
 
 from . import autograd
-from . import onnx, torch  # noqa: F401 (each imports its optional package lazily)
+from . import onnx, tensorboard, torch  # noqa: F401 (optional packages imported on use)
 from ..ndarray import contrib as ndarray
 from ..symbol import contrib as symbol
 

@@ -82,6 +82,8 @@ def node_commands(args):
         raise ValueError('--timeout must be a number of seconds > 0, got %g' % args.timeout)
     if args.max_restarts < 0:
         raise ValueError('--max-restarts must be >= 0, got %d' % args.max_restarts)
+    if args.hosts is None and not os.path.isfile(args.script):
+        raise ValueError("can't open file %r: no such file" % args.script)
     torchrun = [sys.executable, '-m', 'torch.distributed.run',
                 '--max_restarts', str(args.max_restarts)]
     # each worker runs `python -m mxtorch.compat script ...`, so an unmodified MXNet script's
