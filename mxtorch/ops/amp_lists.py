@@ -67,14 +67,15 @@ LOSS_OUTPUT = ('SoftmaxOutput', 'LinearRegressionOutput', 'LogisticRegressionOut
 
 
 def _with_aliases(names):
-    """The names and aliases of the listed operators that are registered."""
+    """The names and aliases of the listed operators that are registered (not the `_sparse_`
+    storage-dispatch names, which MXNet's AMP lists do not carry)."""
     out = []
     for name in names:
         op = find_op(name)
         if op is None:
             continue
         for n in (op.name,) + op.aliases:
-            if n not in out:
+            if n not in out and not n.startswith('_sparse_'):
                 out.append(n)
     return out
 
