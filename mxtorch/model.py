@@ -69,6 +69,56 @@ def load_checkpoint(prefix, epoch):
     return symbol, arg_params, aux_params
 
 
+def pair_file(prefix, epoch):
+    """The record that `prefix-%04d.params` and `.states` were written by one save."""
+    return '%s-%04d.pair.json' % (prefix, epoch)
+
+
+def _digest(path):
+    import hashlib
+    digest = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def record_pair(prefix, epoch, num_update=None):
+    """After a checkpoint's .params and .states are written: record their digests (and the
+    optimizer's update count) in `prefix-%04d.pair.json`, written last and atomically, so a
+    save interrupted between the files, or files of different saves, are told on loading."""
+    import json
+    from .ndarray.serialization import atomic_write
+    states = '%s-%04d.states' % (prefix, epoch)
+    record = {'epoch': epoch, 'num_update': num_update,
+              'params': _digest(params_file(prefix, epoch)), 'states': _digest(states)}
+    atomic_write(pair_file(prefix, epoch), json.dumps(record, indent=1).encode())
+
+
+def check_pair(prefix, epoch):
+    """MXNetError if `prefix-%04d.pair.json` exists and the .params or .states beside it are
+    not the files it recorded (a checkpoint without the record, e.g. MXNet's, is accepted)."""
+    import json
+    path = pair_file(prefix, epoch)
+    if not os.path.exists(path):
+        return
+    try:
+        with open(path) as f:
+            record = json.load(f)
+        expected = {k: record[k] for k in ('params', 'states')}
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise MXNetError('%s is not a readable checkpoint record: %s' % (path, err)) from None
+    files = {'params': params_file(prefix, epoch), 'states': '%s-%04d.states' % (prefix, epoch)}
+    changed = [files[k] for k in ('params', 'states') if _digest(files[k]) != expected[k]]
+    if changed:
+        raise MXNetError('%s: %s %s not the file%s saved with the other half of checkpoint %04d '
+                         '(a save was interrupted, or files of different saves were mixed); '
+                         'load the parameters alone (load_optimizer_states=False) or save the '
+                         'checkpoint again' % (path, ' and '.join(changed),
+                                               'are' if len(changed) > 1 else 'is',
+                                               's' if len(changed) > 1 else '', epoch))
+
+
 # ---- kvstore and update helpers (Module and FeedForward) -----------------------------------------
 _LARGE_PARAM = 16 * 1024 * 1024      # a 'local' store updates larger parameters on the devices
 

@@ -12,6 +12,7 @@ from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
 from ..kvstore import worker_rank
 from ..model import _create_kvstore, _initialize_kvstore, _update_params, load_checkpoint
+from ..model import check_pair, record_pair
 from ..ndarray import NDArray, array as nd_array, zeros
 from ..ndarray.serialization import atomic_write
 from ..optimizer.serialization import check_states
@@ -70,6 +71,7 @@ class Module(BaseModule):
         mod._aux_params = auxs
         mod.params_initialized = True
         if load_optimizer_states:
+            check_pair(prefix, epoch)          # .params and .states of one save
             mod._preload_opt_states = '%s-%04d.states' % (prefix, epoch)
         return mod
 
@@ -86,6 +88,7 @@ class Module(BaseModule):
             state_name = '%s-%04d.states' % (prefix, epoch)
             self.save_optimizer_states(state_name)
             logging.info('Saved optimizer state to "%s"', state_name)
+            record_pair(prefix, epoch, getattr(self._optimizer, 'num_update', None))
 
     # ---- properties ------------------------------------------------------------------------------
     @property
