@@ -16,6 +16,7 @@ import threading
 import warnings
 
 import numpy as np
+import torch
 
 from .. import autograd, initializer, ndarray, symbol
 from .. import name as _name
@@ -349,11 +350,13 @@ class Block:
         self.collect_params().zero_grad()
 
     def __call__(self, *args):
-        for hook in list(self._forward_pre_hooks.values()):
-            hook(self, args)
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                hook(self, args)
         out = self.forward(*args)
-        for hook in list(self._forward_hooks.values()):
-            hook(self, args, out)
+        if self._forward_hooks:
+            for hook in list(self._forward_hooks.values()):
+                hook(self, args, out)
         return out
 
     def forward(self, *args):
@@ -438,10 +441,36 @@ class _CachedGraph:
         self.aux_names = out.list_auxiliary_states()
         self.executors = {}
         self.params = None            # name -> Parameter, found on the first call
+        self.bindings = {}            # input signature -> _Binding (the per-call fast path)
         # a graph with an operator whose output shape depends on values cannot be bound to a
         # static plan: it runs operator by operator (mx.nd.CachedOp), as MXNet's CachedOp does
         self.imperative = CachedOp(out) if any(
             n.op is not None and n.op.dynamic_shape for n in topo_order(out._entries)) else None
+
+
+class _Binding:
+    """A cached graph's executor for one input signature (context, input shapes and dtypes),
+    with where each of its arguments and auxiliary states comes from: the position of an input,
+    or a Parameter with the value array it had when bound. A Parameter whose arrays were
+    replaced since (re-initialised, cast, moved, grad_req changed) makes the binding stale."""
+    __slots__ = ('executor', 'sources')
+
+    def __init__(self, executor, sources):
+        self.executor = executor
+        self.sources = sources
+
+    def tensors(self, data):
+        """The tensors to run on, in the executor's order, or None when stale."""
+        out = []
+        for src in self.sources:
+            if src.__class__ is int:
+                out.append(data[src]._tensor)
+            else:
+                param, arrays, arr = src
+                if param._data is not arrays:
+                    return None
+                out.append(arr._tensor)
+        return out
 
 
 def _op_hook(graph, callback):
@@ -582,10 +611,33 @@ class HybridBlock(Block):
         return dict(self.collect_params().items())
 
     def _call_cached_op(self, *args):
-        if self._cached is None:
-            inputs, out = self._get_graph(*args)
-            self._cached = _CachedGraph(inputs, out)
         cached = self._cached
+        if cached is None:
+            inputs, out = self._get_graph(*args)
+            cached = self._cached = _CachedGraph(inputs, out)
+        if all(isinstance(a, NDArray) for a in args) and \
+                len(args) == len(self._in_format) and not any(self._in_format):
+            data = args            # flat NDArray inputs, as traced: no flattening needed
+        else:
+            data = self._flat_inputs(args)
+        ctx = data[0]._ctx
+        key = (ctx,) + tuple((a._tensor.shape, a._tensor.dtype) for a in data)
+        binding = cached.bindings.get(key)
+        tensors = binding.tensors(data) if binding is not None else None
+        if tensors is None:
+            if cached.imperative is not None:
+                return self._call_imperative(cached, args, data, ctx)
+            binding = cached.bindings[key] = self._bind(cached, args, data, ctx)
+            tensors = binding.tensors(data)
+        monitor = None if self._callback is None else _op_hook(cached.out, self._callback)
+        with torch.set_grad_enabled(autograd.is_recording()):
+            heads = binding.executor.run_on(tensors, autograd.is_training(), monitor=monitor,
+                                            monitor_all=self._monitor_all)
+        outs = [_wrap(h, ctx) for h in heads]
+        return _regroup(outs, self._out_format)[0]
+
+    def _flat_inputs(self, args):
+        """The non-None NDArrays of nested args, whose structure must be the traced one's."""
         flat, fmt = _flatten(args, 'input')
         if fmt != self._in_format and not _trailing_nones_only(fmt, self._in_format):
             raise ValueError('The argument structure of HybridBlock does not match with the '
@@ -596,7 +648,10 @@ class HybridBlock(Block):
             if not isinstance(a, NDArray):
                 raise TypeError('HybridBlock input must be (nested) list of NDArray, but got '
                                 '%s of type %s' % (a, type(a)))
-        ctx = data[0].context
+        return data
+
+    def _graph_values(self, cached, args, data, ctx):
+        """name -> NDArray of every graph variable (Parameters finish deferred init here)."""
         if cached.params is None:
             cached.params = self._graph_params()
         params = cached.params
@@ -613,10 +668,17 @@ class HybridBlock(Block):
         if missing:
             raise MXNetError('the hybridized graph needs %s, which are neither inputs nor '
                              'Parameters of %s' % (missing, self.name))
-        if cached.imperative is not None:
-            outs = cached.imperative(*[values[n.name] for n in cached.imperative._variables])
-            return _regroup(list(outs) if isinstance(outs, (list, tuple)) else [outs],
-                            self._out_format)[0]
+        return values
+
+    def _call_imperative(self, cached, args, data, ctx):
+        values = self._graph_values(cached, args, data, ctx)
+        outs = cached.imperative(*[values[n.name] for n in cached.imperative._variables])
+        return _regroup(list(outs) if isinstance(outs, (list, tuple)) else [outs],
+                        self._out_format)[0]
+
+    def _bind(self, cached, args, data, ctx):
+        """A _Binding for these inputs (the executor shared by equal shapes and dtypes)."""
+        values = self._graph_values(cached, args, data, ctx)
         args_nd = [values[n] for n in cached.arg_names]
         aux_nd = [values[n] for n in cached.aux_names]
         key = (ctx,) + tuple((a.shape, a._tensor.dtype) for a in args_nd + aux_nd)
@@ -625,14 +687,17 @@ class HybridBlock(Block):
             executor = symbol.Symbol.bind(cached.out, ctx, args_nd, grad_req='null',
                                           aux_states=aux_nd)
             cached.executors[key] = executor
-        tensors = [a._tensor for a in args_nd + aux_nd]
-        import torch
-        monitor = None if self._callback is None else _op_hook(cached.out, self._callback)
-        with torch.set_grad_enabled(autograd.is_recording()):
-            heads = executor.run_on(tensors, autograd.is_training(), monitor=monitor,
-                                    monitor_all=self._monitor_all)
-        outs = [_wrap(h, ctx) for h in heads]
-        return _regroup(outs, self._out_format)[0]
+        position = {id(a): i for i, a in enumerate(data)}
+        params = cached.params
+        sources = []
+        for name in cached.arg_names + cached.aux_names:
+            arr = values[name]
+            if id(arr) in position:
+                sources.append(position[id(arr)])
+            else:
+                param = params[name]
+                sources.append((param, param._data, arr))
+        return _Binding(executor, sources)
 
     # ---- export -------------------------------------------------------------------------------
     def export(self, path, epoch=0, remove_amp_cast=True):
@@ -669,7 +734,12 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         """Run hybrid_forward with mx.nd (or the cached graph, when hybridized) on NDArrays,
         or with mx.sym on Symbols."""
-        has_sym, has_nd, ctxs, first = _gather_type_ctx_info([x] + list(args))
+        if isinstance(x, NDArray) and all(isinstance(a, NDArray) for a in args):
+            first = x._ctx          # the common case: flat NDArray inputs
+            has_sym, has_nd = False, True
+            ctxs = {first}.union(a._ctx for a in args) if args else (first,)
+        else:
+            has_sym, has_nd, ctxs, first = _gather_type_ctx_info([x] + list(args))
         if has_sym and has_nd:
             raise ValueError('In HybridBlock, we do not support mixed NDArrays and Symbols '
                              'types for the input. Please check the type of the args.\n')
