@@ -68,7 +68,7 @@ def test_storage_type_rules():
     assert t.stype == 'row_sparse'
     np.testing.assert_allclose(t.asnumpy(), D.T @ np.ones((3, 2)))
     assert mx.nd.add_n(r, r, r).stype == 'row_sparse'
-    sq = mx.nd.sparse.square_sum(r, axis=1, keepdims=True)
+    sq = mx.nd._internal._square_sum(r, axis=1, keepdims=True)
     assert sq.stype == 'row_sparse'
     np.testing.assert_allclose(sq.asnumpy(), (D * D).sum(1, keepdims=True))
 

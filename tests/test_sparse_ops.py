@@ -118,3 +118,71 @@ def test_gamma_values_at_poles():
     x = mx.nd.array([0., -0., -1., -2.5, 1., 2.])
     np.testing.assert_allclose(mx.nd.gamma(x).asnumpy(),
                                [INF, -INF, NAN, -0.9453086, 1, 1], rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# every `_sparse_*` operator of MXNet 1.9.1 (mx.nd.sparse.<name>), replayed against the
+# storage types, values and stored rows/elements MXNet gave (fixtures/gen_sparse_ops.py)
+# ---------------------------------------------------------------------------------------------
+def _load_cases():
+    import json
+    import pathlib
+    path = pathlib.Path(__file__).parent / 'fixtures' / 'sparse_ops.json'
+    data = json.loads(path.read_text())
+    return data['arrays'], data['cases']
+
+
+ARRAYS, CASES = _load_cases()
+
+
+def _case_id(c):
+    kw = ','.join('%s=%s' % kv for kv in sorted(c['kwargs'].items()))
+    return '%s(%s)%s' % (c['name'], ','.join(s[:3] for _, s in c['inputs']), kw)
+
+
+def _to_kwargs(kwargs):
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+
+
+@pytest.mark.parametrize('case', CASES, ids=[_case_id(c) for c in CASES])
+def test_sparse_operator_as_mxnet(case):
+    arrays = [_arr(np.array(ARRAYS[k], dtype=np.float32), s) for k, s in case['inputs']]
+    fn = getattr(mx.nd.sparse, case['name'])
+    kwargs = _to_kwargs(case['kwargs'])
+    if 'error' in case:
+        with pytest.raises(mx.MXNetError):
+            fn(*arrays, **kwargs)
+        return
+    if case.get('update'):
+        fn(*arrays, out=arrays[0], **kwargs)
+        results = arrays[:1] + arrays[2:]
+    else:
+        results = fn(*arrays, **kwargs)
+        results = results if isinstance(results, list) else [results]
+    assert len(results) == len(case['outputs'])
+    for got, want in zip(results, case['outputs']):
+        assert got.stype == want['stype']
+        assert list(got.shape) == want['shape']
+        np.testing.assert_allclose(got.asnumpy(), np.array(want['value'], dtype=np.float64),
+                                   rtol=1e-5, atol=1e-6)
+        if want['stype'] == 'row_sparse':
+            assert got.indices.asnumpy().tolist() == want['indices']
+        elif want['stype'] == 'csr':        # the stored positions (MXNet's order within a
+            assert got.indptr.asnumpy().tolist() == want['indptr']    # row may vary)
+            ptr = want['indptr']
+            assert [sorted(got.indices.asnumpy()[ptr[r]:ptr[r + 1]].tolist())
+                    for r in range(len(ptr) - 1)] == \
+                [sorted(want['indices'][ptr[r]:ptr[r + 1]]) for r in range(len(ptr) - 1)]
+
+
+def test_sparse_namespace_is_mxnets():
+    """mx.nd.sparse / mx.sym.sparse hold the `_sparse_*` operators under their short names."""
+    import pathlib
+    names = (pathlib.Path(__file__).parent / 'fixtures' / 'mxnet_1.9.1_op_names.txt') \
+        .read_text().split()
+    short = [n[len('_sparse_'):] for n in names if n.startswith('_sparse_')]
+    assert len(short) == 74
+    for name in short:
+        assert callable(getattr(mx.nd.sparse, name)), name
+        assert callable(getattr(mx.sym.sparse, name)), name
+    assert not hasattr(mx.nd.sparse, 'softmax') and not hasattr(mx.sym.sparse, 'softmax')

@@ -184,8 +184,8 @@ class NDArray:
         return _wrap(converted, self._ctx)
 
     def tostype(self, stype):
-        from .sparse import cast_storage
-        return cast_storage(self, stype)
+        from .sparse import cast_to
+        return cast_to(self, stype)
 
     def detach(self):
         return _wrap(self._tensor.detach(), self._ctx)

@@ -164,7 +164,9 @@ class BaseSparseNDArray(NDArray):
         return _wrap(self._tensor, self._ctx).asnumpy()
 
     def tostype(self, stype):
-        return cast_storage(self, stype)
+        if {self._stype, stype} == {'row_sparse', 'csr'}:
+            raise ValueError('cast_storage from %s to %s is not supported' % (self._stype, stype))
+        return cast_to(self, stype)
 
     def astype(self, dtype, copy=True):
         if not copy and np.dtype(dtype) == np.dtype(self.dtype):
@@ -380,7 +382,7 @@ def from_dense_tensor(stype, tensor, ctx):
                 dense=tensor if tensor.requires_grad else None)
 
 
-def cast_storage(arr, stype):
+def cast_to(arr, stype):
     """`arr` in storage `stype` (a new array; the same values)."""
     if stype not in STYPE_CODES:
         raise MXNetError("cast_storage: unknown stype '%s' (default, row_sparse or csr)" % stype)
@@ -490,7 +492,7 @@ def _from_source(stype, source, shape, ctx, dtype):
     if ctx is not None and dense.context != ctx:
         dense = dense.as_in_context(ctx)
     _check_shape(dense.shape, shape)
-    return cast_storage(dense, stype)
+    return cast_to(dense, stype)
 
 
 def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
@@ -672,14 +674,12 @@ def invoke_with_storage(op, p, inputs, out=None, ctx=None, train=None):
 
 
 def _install_functions(functions):
-    """mx.nd.sparse.<op>: every public operator function (the hand-written ones above win)."""
+    """mx.nd.sparse.<op>: MXNet's `_sparse_<op>` operators (the hand-written ones above win)."""
     from .register import make_function
     from ..ops.registry import get_op
-    for name, fn in functions.items():
-        if not name.startswith('_'):
-            globals().setdefault(name, fn)
-    globals()['square_sum'] = make_function(get_op('_square_sum'), 'square_sum')
-    globals()['retain'] = make_function(get_op('_sparse_retain'), 'retain')
+    from ..ops.sparse import sparse_functions
+    for short, name in sparse_functions().items():
+        globals().setdefault(short, make_function(get_op(name), short))
 
 
 def set_rows(target, dense, rows):

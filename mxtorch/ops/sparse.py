@@ -68,6 +68,26 @@ def _broadcast_mul(p, st):
     return [C] if st == [C, D] else [D]
 
 
+def _not_implemented(name, st):
+    return MXNetError('Check failed: infer_stype_success: Operator not implemented: operator = '
+                      '%s, input storage types = [%s]' % (name, ', '.join(st)))
+
+
+def _clip(p, st):
+    """Sparse storage kept where clipping keeps zero at zero; otherwise MXNet has no kernel."""
+    if st[0] == D:
+        return [D]
+    if not p.a_min <= 0 <= p.a_max:
+        raise _not_implemented('clip', st)
+    return [st[0]]
+
+
+def _cast_storage(p, st):
+    if {st[0], p.stype} == {R, C}:
+        raise _not_implemented('cast_storage', st)
+    return [p.stype]
+
+
 def _batch_norm(p, st):
     """Dense fallback, except that MXNet refuses fix_gamma with any sparse input."""
     if p.fix_gamma and any(s != D for s in st):
@@ -101,17 +121,101 @@ def _square_sum(p, st):
 # ---------------------------------------------------------------------------------------------
 # sparse kernels
 # ---------------------------------------------------------------------------------------------
-def _rows_union(op, p, inputs, out_stypes):
-    """row_sparse result of element-wise sums: the stored rows of every input."""
-    if out_stypes != [R]:
-        return None
-    from ..ndarray.ndarray import _wrap, invoke_dense
+def _stored_rows(x):
+    return x._get_parts()[-1].long() if x.stype == R else None
+
+
+def _stored_mask(x, device):
+    """Where a csr array stores elements (explicit zeros included), as a bool tensor."""
+    from ..ndarray.sparse import _parts_to_dense
+    data, indptr, idx = x._get_parts()
+    return _parts_to_dense(C, x.shape, (torch.ones_like(data, dtype=torch.bool), indptr, idx),
+                           torch.bool, device)
+
+
+def _structured_result(stype, t, ctx, rows=None, mask=None):
+    """A sparse array of the dense result `t` storing exactly `rows` (row_sparse) or the
+    elements of `mask` (csr), whatever their values; elsewhere it is zero."""
     from ..ndarray.sparse import _new
-    dense = invoke_dense(op, p, [_wrap(x._tensor, x._ctx) for x in inputs])
-    rows = torch.unique(torch.cat([x._get_parts()[1] for x in inputs]))
-    t = dense._tensor
-    return [_new(R, tuple(t.shape), dense.context, parts=(t.detach()[rows].clone(), rows),
-                 dense=t)]
+    if stype == R:
+        rows = torch.unique(rows.to(t.device))
+        keep = torch.zeros(t.shape[0], dtype=torch.bool, device=t.device)
+        keep[rows] = True
+        keep = keep.reshape((-1,) + (1,) * (t.dim() - 1))
+        parts = (t.detach()[rows].clone(), rows)
+    else:
+        keep = mask
+        nz = mask.nonzero()
+        indptr = torch.zeros(t.shape[0] + 1, dtype=torch.int64, device=t.device)
+        indptr[1:] = torch.cumsum(torch.bincount(nz[:, 0], minlength=t.shape[0]), 0)
+        parts = (t.detach()[mask].clone(), indptr, nz[:, 1].to(torch.int64))
+    dense = torch.where(keep, t, torch.zeros((), dtype=t.dtype, device=t.device))
+    return _new(stype, tuple(t.shape), ctx, parts=parts,
+                dense=dense if dense.requires_grad else None)
+
+
+def _structured(rows=None, mask=None):
+    """A sparse kernel: values from the dense kernel, stored rows/elements as MXNet's sparse
+    kernel stores them: rows(p, inputs) for a row_sparse result, mask(op, p, inputs, device)
+    for a csr one."""
+    def kernel(op, p, inputs, out_stypes):
+        if len(out_stypes) != 1 or out_stypes[0] == D:
+            return None
+        from ..ndarray.ndarray import _wrap, invoke_dense
+        device = inputs[0].context.torch_device
+        find = rows if out_stypes[0] == R else mask
+        stored = None if find is None else \
+            find(p, inputs) if out_stypes[0] == R else find(op, p, inputs, device)
+        if stored is None:          # (forward_stype asked for it): the non-zeros are stored
+            return None
+        dense = invoke_dense(op, p, [_wrap(x._tensor, x._ctx) for x in inputs])
+        if out_stypes[0] == R:
+            return [_structured_result(R, dense._tensor, dense.context, rows=stored)]
+        return [_structured_result(C, dense._tensor, dense.context, mask=stored)]
+    return kernel
+
+
+def _union_rows(p, inputs):
+    return torch.cat([_stored_rows(x) for x in inputs if x.stype == R])
+
+
+def _union_mask(op, p, inputs, device):
+    return torch.stack([_stored_mask(x, device) for x in inputs if x.stype == C]).any(0)
+
+
+def _common_mask(op, p, inputs, device):
+    return torch.stack([_stored_mask(x, device) for x in inputs if x.stype == C]).all(0)
+
+
+def _op_on_mask(op, p, inputs, device):
+    """The structure the op gives when run on its inputs' structures (slice, concat)."""
+    return op.forward(p, *[_stored_mask(x, device).to(torch.float32) for x in inputs]) != 0
+
+
+def _csr_used_columns(op, p, inputs, device):
+    """dot(dense, csr): every row of the result stores the columns the csr operand reaches
+    (its stored column indices; with transpose_b, its rows that store anything)."""
+    a, b = inputs
+    if a.stype != D or b.stype != C or p.transpose_a:
+        return None
+    data, indptr, idx = b._get_parts()
+    m = a.shape[1] if p.transpose_a else a.shape[0]
+    n = b.shape[0] if p.transpose_b else b.shape[1]
+    used = torch.zeros(n, dtype=torch.bool, device=device)
+    if p.transpose_b:
+        used[:] = (indptr[1:] > indptr[:-1]).to(device)
+    else:
+        used[idx.long().to(device)] = True
+    return used.reshape(1, n).expand(m, n)
+
+
+def _csr_columns(p, inputs):
+    """dot(csr.T, x): the rows of the result are the csr's stored column indices."""
+    a = inputs[0]
+    return a._get_parts()[2] if a.stype == C and p.transpose_a else None
+
+
+_rows_union = _structured(rows=_union_rows, mask=_union_mask)
 
 
 def _recording():
@@ -199,14 +303,14 @@ register(OpDef('_square_sum', _square_sum_fwd,
 
 _set(['_sparse_retain'], lambda p, st: [R] if st[0] == R else None, _retain_sparse)
 _set(['_square_sum'], _square_sum)
-_set(['cast_storage'], lambda p, st: [p.stype])
 
 _set(['_scatter_plus_scalar', '_scatter_minus_scalar'], _keep_first, _on_stored)
 _set(['_scatter_elemwise_div'], _scatter_div_rule, _scatter_div)
 _set(['abs', 'sign', 'round', 'rint', 'ceil', 'floor', 'trunc', 'fix', 'square', 'sqrt',
       'cbrt', 'expm1', 'log1p', 'sin', 'tan', 'arcsin', 'arctan', 'sinh', 'tanh', 'arcsinh',
       'arctanh', 'degrees', 'radians', 'relu', 'negative', 'zeros_like', 'BlockGrad',
-      'make_loss', 'clip', '_copy', '_mul_scalar', '_div_scalar'], _keep_first, _on_stored)
+      'make_loss', 'clip', '_copy', '_mul_scalar', '_div_scalar', '_contrib_round_ste',
+      '_contrib_sign_ste'], _keep_first, _on_stored)
 _set(['zeros_like'], sparse_forward=_nothing_stored)
 for _name in ('_plus_scalar', '_minus_scalar', '_equal_scalar', '_not_equal_scalar',
               '_greater_scalar', '_greater_equal_scalar', '_lesser_scalar',
@@ -217,12 +321,14 @@ for _name in ('elemwise_add', 'elemwise_sub', '_grad_add', '_maximum', '_minimum
 for _name in ('elemwise_add', 'elemwise_sub', '_grad_add'):
     _set([_name], sparse_forward=_rows_union)
 _set(['add_n'], _all_rsp, _rows_union)
-_set(['elemwise_mul'], _elemwise_mul)
-_set(['broadcast_mul', 'broadcast_div'], _broadcast_mul)
-_set(['dot'], _dot)
+_set(['elemwise_mul'], _elemwise_mul, _structured(rows=_union_rows, mask=_common_mask))
+_set(['broadcast_mul', 'broadcast_div'], _broadcast_mul, _structured(mask=_common_mask))
+_set(['dot'], _dot, _structured(rows=_csr_columns, mask=_csr_used_columns))
 _set(['BatchNorm'], _batch_norm)
-_set(['slice'], _slice)
-_set(['Concat'], _concat)
+_set(['slice'], _slice, _structured(mask=_op_on_mask))
+_set(['Concat'], _concat, _structured(mask=_op_on_mask))
+_set(['clip'], _clip)
+_set(['cast_storage'], _cast_storage)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,3 +389,32 @@ get_op('_contrib_SparseEmbedding').grad_storage = lambda p, st: [None, R]
 get_op('dot').grad_storage = \
     lambda p, st: [None, R if st[0] == C and not p.transpose_a else None]
 _set(['take'], lambda p, st: [C] if st[0] == C and p.axis == 0 and st[1] == D else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# MXNet's `_sparse_*` names: the operators with sparse kernels under a second name (mx.nd.sparse
+# and mx.sym.sparse hold them under the short name, `_sparse_abs` as sparse.abs)
+# ---------------------------------------------------------------------------------------------
+from . import sparse_updates  # noqa: E402,F401  (lazy row_sparse updates, _sparse_adagrad_update)
+from .registry import add_alias, all_ops  # noqa: E402
+
+SPARSE_NAMES = (
+    'ElementWiseSum', 'Embedding', 'FullyConnected', 'LinearRegressionOutput',
+    'LogisticRegressionOutput', 'MAERegressionOutput', '_contrib_round_ste', '_contrib_sign_ste',
+    'abs', 'adagrad_update', 'adam_update', 'add_n', 'arccos', 'arccosh', 'arcsin', 'arcsinh',
+    'arctan', 'arctanh', 'broadcast_add', 'broadcast_div', 'broadcast_minus', 'broadcast_mul',
+    'broadcast_plus', 'broadcast_sub', 'cast_storage', 'cbrt', 'ceil', 'clip', 'concat', 'cos',
+    'cosh', 'degrees', 'dot', 'elemwise_add', 'elemwise_div', 'elemwise_mul', 'elemwise_sub',
+    'exp', 'expm1', 'fix', 'floor', 'ftrl_update', 'gamma', 'gammaln', 'log', 'log10', 'log1p',
+    'log2', 'make_loss', 'mean', 'negative', 'norm', 'radians', 'relu', 'retain', 'rint',
+    'round', 'rsqrt', 'sgd_mom_update', 'sgd_update', 'sigmoid', 'sign', 'sin', 'sinh', 'slice',
+    'sqrt', 'square', 'stop_gradient', 'sum', 'tan', 'tanh', 'trunc', 'where', 'zeros_like')
+
+for _short in SPARSE_NAMES:
+    if find_op('_sparse_' + _short) is None:
+        add_alias('_sparse_' + _short, get_op(_short))
+
+
+def sparse_functions():
+    """{short name: operator name} of mx.nd.sparse / mx.sym.sparse."""
+    return {name[len('_sparse_'):]: name for name in all_ops() if name.startswith('_sparse_')}

@@ -1,15 +1,14 @@
-"""mx.sym.sparse: the operator functions under their sparse names (sparse storage is a property
-of arrays, not of the graph: the same operators run, storage types follow the bound arrays)."""
+"""mx.sym.sparse: MXNet's `_sparse_*` operators under their short names (sparse storage is a
+property of arrays, not of the graph: the same operators run, storage types follow the bound
+arrays)."""
 from .symbol import Symbol as _Symbol
 
 
 def _install():
     from . import register
-    for name, fn in register.generated_functions().items():
-        if not name.startswith('_'):
-            globals().setdefault(name, fn)
-    globals()['retain'] = register.make_function('_sparse_retain', 'retain')
-    globals()['square_sum'] = register.make_function('_square_sum', 'square_sum')
+    from ..ops.sparse import sparse_functions
+    for short, name in sparse_functions().items():     # MXNet's `_sparse_<op>` operators
+        globals().setdefault(short, register.make_function(name, short))
 
 
 def zeros(stype, shape, dtype=None, **kwargs):
