@@ -180,10 +180,18 @@ class Plan:
     def compile(self, train, device):
         """The generated function with each step's callable made for `train` and `device`."""
         namespace = {s.fn_name: s.make_fn(train, device) for s in self.steps}
-        code = compile(self.source, '<mxtorch executor %s>' % ('train' if train else 'infer'),
-                       'exec')
+        key = (self.source, train)          # graphs of one structure share the compiled code
+        code = _COMPILED.get(key)
+        if code is None:
+            if len(_COMPILED) >= 512:
+                _COMPILED.clear()
+            code = _COMPILED[key] = compile(
+                self.source, '<mxtorch executor %s>' % ('train' if train else 'infer'), 'exec')
         exec(code, namespace)     # the source is generated above from the plan, never user text
         return namespace['forward'], namespace
+
+
+_COMPILED = {}      # (generated source, train) -> code object
 
 
 class Executor:

@@ -18,6 +18,7 @@ from ..base import (MXNetError, default_dtype, dtype_type, np_dtype, torch_dtype
                     numeric_types)
 from ..context import Context, current_context, context_of
 from .. import engine, profiler
+from .alloc import zeros as lazy_zeros
 from ..ops.params import Params
 from ..ops.registry import get_op
 
@@ -724,8 +725,8 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
         return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     ctx = ctx or current_context()
     with _profiled('_zeros'):
-        t = torch.zeros(_known_shape('_zeros', shape), dtype=torch_dtype(dtype or default_dtype),
-                        device=ctx.torch_device)
+        t = lazy_zeros(_known_shape('_zeros', shape), torch_dtype(dtype or default_dtype),
+                       ctx.torch_device)
     return _created(t, ctx, kwargs.get('out'))
 
 

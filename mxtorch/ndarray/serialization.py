@@ -240,7 +240,7 @@ def load(fname):
         raise TypeError('fname required to be a string, got %s' % type(fname).__name__)
     with open(fname, 'rb') as f:
         # read once into memory of our own; the arrays are views of it (no second copy)
-        data = np.empty(os.fstat(f.fileno()).st_size, dtype=np.uint8)
+        data = torch.empty(os.fstat(f.fileno()).st_size, dtype=torch.uint8).numpy()
         got = f.readinto(memoryview(data))
     with reading(fname, 'file'):
         try:
