@@ -39,9 +39,9 @@ class NDArray:
     _np_array = False          # True for mx.np.ndarray (mxtorch/numpy)
 
     def __init__(self, tensor=None, ctx=None, writable=True, handle=None):
-        if handle is not None:             # MXNet's NDArray(handle=...), from base._LIB
         if handle is None and isinstance(tensor, ctypes.c_void_p):
             handle = tensor                # MXNet's positional NDArray(handle, writable)
+        if handle is not None:             # MXNet's NDArray(handle=...), from base._LIB
             from ..capi import take_tensor
             tensor = take_tensor(handle)
         if not isinstance(tensor, torch.Tensor):
