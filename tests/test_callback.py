@@ -181,8 +181,8 @@ def test_module_checkpoint_saves_module_params_and_states(tmp_path):
     save = callback.module_checkpoint(mod, prefix, period=3, save_optimizer_states=True)
     for epoch in range(3):
         save(epoch)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ['mod-0003.params', 'mod-0003.states',
-                                                          'mod-symbol.json']
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['mod-0003.pair.json', 'mod-0003.params',
+                                                          'mod-0003.states', 'mod-symbol.json']
     symbol, args, aux = mx.model.load_checkpoint(prefix, 3)
     assert symbol.tojson() == mod.symbol.tojson()
     expected_args, expected_aux = mod.get_params()

@@ -1,6 +1,7 @@
 """Generate `mx.nd.<op>` functions and NDArray methods from the operator registry."""
 from ..base import MXNetError
 from ..ops.calling import split_call, assign_inputs
+from ..ops.signature import describe
 from ..ops.registry import all_ops
 from .ndarray import NDArray, invoke_parsed
 
@@ -20,8 +21,7 @@ def make_function(op, func_name):
         return invoke_parsed(op, p, slots, out=out, ctx=ctx)
     function.__name__ = func_name
     function.__qualname__ = func_name
-    function.__doc__ = op.doc
-    return function
+    return describe(function, op, 'nd')
 
 
 def generated_functions():

@@ -4,6 +4,7 @@ from ..base import MXNetError
 from ..name import NameManager
 from ..ops.calling import split_call, assign_inputs
 from ..ops.params import format_attr_value
+from ..ops.signature import describe
 from ..ops.registry import all_ops, get_op
 from .graph import Node
 from .symbol import Symbol
@@ -69,8 +70,7 @@ def make_function(op_name, func_name):
         return create(op_name, args, kwargs, func_name=func_name)
     function.__name__ = func_name
     function.__qualname__ = func_name
-    function.__doc__ = op.doc
-    return function
+    return describe(function, op, 'sym')
 
 
 def generated_functions():
