@@ -13,7 +13,7 @@ from ..io import DataDesc
 from ..kvstore import worker_rank
 from ..model import _create_kvstore, _initialize_kvstore, _update_params, load_checkpoint
 from ..model import check_pair, record_pair
-from ..ndarray import NDArray, array as nd_array, zeros
+from ..ndarray import NDArray, arange, array as nd_array, zeros
 from ..ndarray.serialization import atomic_write
 from ..optimizer.serialization import check_states
 from .base_module import BaseModule, ModuleStateError, check_input_names, parse_data_desc
@@ -191,6 +191,12 @@ class Module(BaseModule):
 
     def _sync_params_from_devices(self):
         self._exec_group.get_params(self._arg_params, self._aux_params)
+        if self._kvstore and self._update_on_kvstore:
+            # the devices hold only the rows last pulled: row_sparse values come from the store
+            for name, value in sorted(self._arg_params.items()):
+                if value.stype == 'row_sparse':
+                    self._kvstore.row_sparse_pull(name, value,
+                                                  row_ids=arange(value.shape[0], dtype='int64'))
         self._params_dirty = False
 
     # ---- binding ---------------------------------------------------------------------------------
@@ -463,5 +469,24 @@ class Module(BaseModule):
         self._exec_group.install_monitor(mon)
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
+        """Before a batch: with parameters updated in the kvstore, pull into the devices the
+        rows of each row_sparse parameter that sparse_row_id_fn(data_batch) names
+        ({parameter name: row ids}), as MXNet does."""
         self._require(params=False, what='prepare')
-        super().prepare(data_batch, sparse_row_id_fn)
+        if sparse_row_id_fn is None:
+            return
+        if not self._kvstore or not self._update_on_kvstore:
+            warnings.warn(UserWarning('Parameters are not updated in the KVStore. No need to '
+                                      'call sparse_row_id_fn.'))
+            return
+        row_ids = sparse_row_id_fn(data_batch)
+        assert isinstance(row_ids, dict), 'Expected dict output from sparse_row_id_fn'
+        group = self._exec_group
+        for name, rows in row_ids.items():
+            index = group.param_names.index(name)
+            arrays = group.param_arrays[index]
+            if arrays[0].stype != 'row_sparse':
+                warnings.warn(UserWarning("%s.stype is not 'row_sparse'. No need to perform "
+                                          'row_sparse_pull.' % name))
+            else:
+                self._kvstore.row_sparse_pull(name, arrays, row_ids=rows, priority=-index)
