@@ -10,6 +10,7 @@ from . import legacy  # noqa: F401
 from . import detection, contrib  # noqa: F401  (mx.contrib operators)
 from . import resize, attention, roi_align, misc_contrib, batch_norm_variants, deformable  # noqa: F401,E501
 from . import proposal, deformable_psroi  # noqa: F401  (detection outputs, Deformable R-FCN)
+from . import control_flow  # noqa: F401  (_foreach, _while_loop, _cond over subgraphs)
 from . import image  # noqa: F401  (mx.nd.image and the OpenCV operators of mx.image)
 from . import quantization  # noqa: F401  (contrib quantize / dequantize)
 from . import sparse  # noqa: F401  (storage-type rules over the ops above)

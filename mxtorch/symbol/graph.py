@@ -2,20 +2,22 @@
 
 A Node is a variable (`op is None`) or an operator instance: its OpDef, a name, its attrs (all
 strings, as in MXNet's JSON: operator parameters and `__x__` attributes) and its inputs, a list of
-(node, output index) entries. Nodes are shared between symbols, as in MXNet, so setting an
+(node, output index) entries. Control-flow operators also carry subgraphs (Symbols), which their
+parsed params hold as `subgraphs`. Nodes are shared between symbols, as in MXNet, so setting an
 attribute on a node is seen by every symbol that contains it.
 """
 from ..base import MXNetError
 
 
 class Node:
-    __slots__ = ('op', 'name', 'attrs', 'inputs', '_params', '_params_attrs')
+    __slots__ = ('op', 'name', 'attrs', 'inputs', 'subgraphs', '_params', '_params_attrs')
 
-    def __init__(self, op, name, attrs=None, inputs=()):
+    def __init__(self, op, name, attrs=None, inputs=(), subgraphs=()):
         self.op = op
         self.name = name
         self.attrs = dict(attrs or {})
         self.inputs = list(inputs)
+        self.subgraphs = list(subgraphs)
         self._params = None
         self._params_attrs = None
 
@@ -31,6 +33,10 @@ class Node:
         if self._params is None or self._params_attrs != self.attrs:
             try:
                 self._params = self.op.parse_params(self.attrs)
+                if self.subgraphs:
+                    from ..ops.control_flow import Subgraphs
+                    self._params = type(self._params)(self._params,
+                                                      subgraphs=Subgraphs(self.subgraphs))
             except MXNetError as err:
                 raise MXNetError('Error in operator %s: %s' % (self.name, err)) from None
             self._params_attrs = dict(self.attrs)
@@ -103,7 +109,7 @@ def copy_graph(heads, replace=None):
         if id(node) in replace:
             continue
         memo[id(node)] = Node(node.op, node.name, node.attrs,
-                              [_copied(e, memo, replace) for e in node.inputs])
+                              [_copied(e, memo, replace) for e in node.inputs], node.subgraphs)
     return [_copied(e, memo, replace) for e in heads]
 
 

@@ -71,6 +71,12 @@ def to_json(symbol, remove_amp_cast=True):
     if remove_amp_cast and any(n.op is not None and n.op.name in _AMP_OPS
                                for n in topo_order(heads)):
         heads = _strip_amp_casts(heads)
+    return _graph_json(heads, 0)
+
+
+def _graph_json(heads, d):
+    """A graph's JSON at indentation d: the top level (d=0) carries the graph's attrs, a
+    subgraph (a control-flow node's, nested in its "subgraphs") does not."""
     order = topo_order(heads)
     index = {id(n): i for i, n in enumerate(order)}
     mutated = mutated_variables(order)
@@ -79,25 +85,29 @@ def to_json(symbol, remove_amp_cast=True):
         fields = ['"op": %s' % _q(node.op.name if node.op else 'null'),
                   '"name": %s' % _q(node.name)]
         if node.attrs:
-            fields.append('"attrs": %s' % _attrs(node.attrs, 6))
+            fields.append('"attrs": %s' % _attrs(node.attrs, d + 6))
         inputs = []
         if node.op is not None:
             n_args = node.num_args()
             for k, (child, out) in enumerate(node.inputs):
                 version = 1 if k >= n_args and id(child) in mutated else 0
                 inputs.append((index[id(child)], out, version))
-        fields.append('"inputs": %s' % _entry_list(inputs, 6))
-        nodes.append('{\n%s\n    }' % _lines(fields, 6))
+        fields.append('"inputs": %s' % _entry_list(inputs, d + 6))
+        if node.subgraphs:
+            graphs = [_graph_json(g._entries, d + 8) for g in node.subgraphs]
+            fields.append('"subgraphs": [\n%s\n%s]' % (_lines(graphs, d + 8), ' ' * (d + 6)))
+        nodes.append('{\n%s\n%s}' % (_lines(fields, d + 6), ' ' * (d + 4)))
         row_ptr.append(row_ptr[-1] + node.num_outputs())
         if node.op is None:
             arg_nodes.append(i)
     head_entries = [(index[id(n)], k, 0) for n, k in heads]
-    top = ['"nodes": [\n%s\n  ]' % _lines(nodes, 4),
-           '"arg_nodes": %s' % _int_list(arg_nodes, 2),
-           '"node_row_ptr": %s' % _int_list(row_ptr, 2),
-           '"heads": %s' % _entry_list(head_entries, 2),
-           _graph_attrs()]
-    return '{\n%s\n}' % _lines(top, 2)
+    top = ['"nodes": [\n%s\n%s]' % (_lines(nodes, d + 4), ' ' * (d + 2)),
+           '"arg_nodes": %s' % _int_list(arg_nodes, d + 2),
+           '"node_row_ptr": %s' % _int_list(row_ptr, d + 2),
+           '"heads": %s' % _entry_list(head_entries, d + 2)]
+    if d == 0:
+        top.append(_graph_attrs())
+    return '{\n%s\n%s}' % (_lines(top, d + 2), ' ' * d)
 
 
 def _graph_attrs():
@@ -170,7 +180,6 @@ def from_json(text):
 
 
 def _from_json(text):
-    from .symbol import Symbol
     if json_depth(text) > limits.MAX_NESTING:
         raise _bad('nested more than %d levels deep' % limits.MAX_NESTING)
     try:
@@ -182,9 +191,6 @@ def _from_json(text):
     for key in graph:
         if key not in _TOP_KEYS:
             raise _bad('JSONReader: Unknown field %s' % key)
-    for key in ('nodes', 'arg_nodes', 'heads'):
-        if key not in graph:
-            raise _bad('missing field %s' % key)
     version = _version_of(graph)
     if version > MXNET_VERSION:
         logging.warning('Symbol was saved by a newer MXNet (v%d.%d.%d); loading it anyway',
@@ -192,6 +198,15 @@ def _from_json(text):
     elif version < MXNET_VERSION:
         logging.info('Loading symbol saved by previous version v%d.%d.%d. Attempting to '
                      'upgrade...', *_split_version(version))
+    return _build_graph(graph, version)
+
+
+def _build_graph(graph, version):
+    """The Symbol of a parsed graph object (the file's, or a control-flow node's subgraph)."""
+    from .symbol import Symbol
+    for key in ('nodes', 'arg_nodes', 'heads'):
+        if key not in graph:
+            raise _bad('missing field %s' % key)
     raw_nodes = _list(graph, 'nodes')
     nodes = []
     for i, raw in enumerate(raw_nodes):
@@ -218,7 +233,15 @@ def _from_json(text):
                 raise MXNetError('Failed loading Op %s of type %s: Operator %s is not registered'
                                  % (name, op_name, op_name))
         inputs = [_entry(e, i, 'input of node %s' % name) for e in raw['inputs']]
-        node = Node(op, name, attrs, [(nodes[j], k) for j, k in inputs])
+        subgraphs = raw.get('subgraphs') or []
+        if not isinstance(subgraphs, list) or not all(isinstance(g, dict) for g in subgraphs):
+            raise _bad('node %s: subgraphs must be a list of graph objects' % name)
+        for g in subgraphs:
+            for key in g:
+                if key not in _TOP_KEYS:
+                    raise _bad('JSONReader: Unknown field %s' % key)
+        node = Node(op, name, attrs, [(nodes[j], k) for j, k in inputs],
+                    [_build_graph(g, version) for g in subgraphs])
         if op is not None:
             _check_variadic(node, inputs)
         nodes.append(node)
