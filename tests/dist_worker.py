@@ -5,7 +5,7 @@
 Scenarios, run in order in one process: train (Module.fit of an MLP on dist_sync), async (the
 same on dist_async), resume (continue a train checkpoint), compress (2-bit pushes straight on
 the store), states (save/load of the store's optimizer states), ranks (rank, size, one
-pushpull). Each writes OUTDIR/<scenario>-rank<r>.npz (.json).
+pushpull), sparse (row_sparse pushes, row_sparse_pull and a sparse Module.fit on dist_sync). Each writes OUTDIR/<scenario>-rank<r>.npz (.json).
 """
 import argparse
 import json
@@ -195,6 +195,56 @@ def ranks(args):
                    'timeout': os.environ.get('MXTORCH_DIST_TIMEOUT')}, f)
 
 
+def sparse(args):
+    """row_sparse values on dist_sync: pushes of rank-dependent rows without an optimizer (the
+    store holds the global sum) and with lazy SGD, row_sparse_pull of chosen rows, the bytes
+    sent; then Module.fit of a linear model on csr data with a row_sparse weight, the rows each
+    batch touches pulled by sparse_row_id_fn."""
+    kv = mx.kv.create('dist_sync')
+    shape = (1000, 4)
+    kv.init('emb', mx.nd.sparse.zeros('row_sparse', shape))
+
+    def grad(step):
+        rows = np.array([step, 10 + kv.rank, 500 + 7 * kv.rank + step], dtype=np.int64)
+        values = np.arange(12, dtype=np.float32).reshape(3, 4) + 100 * kv.rank + step
+        return mx.nd.sparse.row_sparse_array((values, rows), shape=shape)
+    result = {}
+    before = kv.bytes_sent
+    kv.push('emb', grad(0))
+    result['push_bytes'] = kv.bytes_sent - before
+    out = mx.nd.sparse.zeros('row_sparse', shape)
+    kv.row_sparse_pull('emb', out=out, row_ids=mx.nd.array([0, 10, 11, 12, 500, 507]))
+    result['sum_rows'] = out.indices.asnumpy()
+    result['sum_values'] = out.data.asnumpy()
+    opt_kv = mx.kv.create('dist_sync')
+    opt_kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, wd=0.01, rescale_grad=0.5))
+    opt_kv.init('emb', mx.nd.ones(shape).tostype('row_sparse'))
+    for step in range(2):
+        opt_kv.push('emb', grad(step))
+    full = mx.nd.sparse.zeros('row_sparse', shape)
+    opt_kv.row_sparse_pull('emb', out=full, row_ids=mx.nd.arange(shape[0], dtype='int64'))
+    result['sgd_weight'] = full.asnumpy()
+    # Module.fit on csr batches, a row_sparse weight, the rows of each batch pulled
+    rng = np.random.RandomState(3)
+    n, features = SHARD * kv.num_workers, 30
+    x = (rng.uniform(size=(n, features)) < 0.15) * rng.uniform(0.5, 1.5, (n, features))
+    y = x @ rng.normal(size=(features, 1))
+    part = slice(kv.rank * SHARD, (kv.rank + 1) * SHARD)
+    train = mx.io.NDArrayIter(mx.nd.array(x[part]).tostype('csr'), mx.nd.array(y[part]),
+                              BATCH, last_batch_handle='discard', label_name='label')
+    data = mx.sym.Variable('data', stype='csr')
+    weight = mx.sym.Variable('w', shape=(features, 1), stype='row_sparse')
+    net = mx.sym.LinearRegressionOutput(mx.sym.dot(data, weight), mx.sym.Variable('label'))
+    mod = mx.mod.Module(net, data_names=['data'], label_names=['label'])
+    mod.fit(train, kvstore=kv, optimizer='sgd',
+            optimizer_params={'learning_rate': 0.1, 'momentum': 0.9}, num_epoch=2,
+            arg_params={'w': mx.nd.array(rng.normal(0, 0.1, (features, 1))).tostype('row_sparse')},
+            sparse_row_id_fn=lambda batch: {'w': batch.data[0].indices})
+    result['fit_w'] = mod.get_params()[0]['w'].asnumpy()
+    result['fit_x'], result['fit_y'] = x.astype(np.float32), y.astype(np.float32)
+    np.savez(os.path.join(args.outdir, 'sparse-rank%d.npz' % kv.rank), **result)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('outdir')
@@ -210,7 +260,7 @@ def main():
 
 
 SCENARIOS = {'train': train, 'async': async_, 'resume': resume, 'compress': compress,
-             'states': states, 'ranks': ranks}
+             'states': states, 'ranks': ranks, 'sparse': sparse}
 
 
 if __name__ == '__main__':

@@ -117,9 +117,10 @@ def single_process(num_workers, epochs):
 def job2(tmp_path_factory):
     """One 2-worker job, launched with MXNet's DMLC_* variables, whose workers run in turn:
     4 epochs of Module.fit on dist_sync with checkpoints every epoch, 2-bit pushes, save/load of
-    the store's optimizer states, and 8 epochs of Module.fit on dist_async."""
+    the store's optimizer states, 8 epochs of Module.fit on dist_async, and row_sparse values
+    (pushes, row_sparse_pull, a sparse Module.fit) on dist_sync."""
     outdir = tmp_path_factory.mktemp('job2')
-    check_ok(run_job(outdir, 2, 'train', 'compress', 'states', 'async', dmlc=True))
+    check_ok(run_job(outdir, 2, 'train', 'compress', 'states', 'async', 'sparse', dmlc=True))
     return outdir
 
 
@@ -399,6 +400,62 @@ def test_row_sparse_pull_gives_the_requested_rows_and_zeros_elsewhere():
 
 
 # ---- dist_async --------------------------------------------------------------------------------
+def _rsp_grad(rank, step):
+    rows = [step, 10 + rank, 500 + 7 * rank + step]
+    return rows, np.arange(12, dtype=np.float32).reshape(3, 4) + 100 * rank + step
+
+
+def test_dist_sync_row_sparse_push_gathers_rows(job2):
+    """row_sparse pushes travel as rows (indices + values), not as the dense array; the store
+    holds the sum over workers; lazy SGD touches only the rows some worker pushed."""
+    results = [load(job2, 'sparse', r) for r in range(2)]
+    for key in results[0]:
+        np.testing.assert_array_equal(results[1][key], results[0][key])
+    got = results[0]
+    total = np.zeros((1000, 4), np.float32)
+    for rank in range(2):
+        rows, values = _rsp_grad(rank, 0)
+        total[rows] += values
+    wanted = [0, 10, 11, 12, 500, 507]
+    assert got['sum_rows'].tolist() == wanted
+    np.testing.assert_array_equal(got['sum_values'], total[wanted])
+    # one count (int64), then 3 row indices (int64) and 3 rows of 4 float32 values
+    assert int(got['push_bytes']) == 8 + 3 * 8 + 3 * 4 * 4
+    weight = np.ones((1000, 4), np.float32)
+    for step in range(2):
+        grad, touched = np.zeros_like(weight), set()
+        for rank in range(2):
+            rows, values = _rsp_grad(rank, step)
+            grad[rows] += values
+            touched.update(rows)
+        rows = sorted(touched)
+        weight[rows] -= 0.1 * (0.5 * grad[rows] + 0.01 * weight[rows])
+    np.testing.assert_allclose(got['sgd_weight'], weight, rtol=1e-6)
+
+
+def test_dist_sync_sparse_fit_matches_single_process(job2):
+    """Module.fit of a linear model on csr data with a row_sparse weight, each batch's rows
+    pulled through sparse_row_id_fn, on 2 workers == one process on the combined batches."""
+    got = load(job2, 'sparse', 0)
+    x, y = got['fit_x'], got['fit_y']
+    shard, batch = dist_worker.SHARD, dist_worker.BATCH
+    order = [r * shard + i * batch + j for i in range(shard // batch) for r in range(2)
+             for j in range(batch)]
+    train = mx.io.NDArrayIter(mx.nd.array(x[order]).tostype('csr'), mx.nd.array(y[order]),
+                              2 * batch, last_batch_handle='discard', label_name='label')
+    data = mx.sym.Variable('data', stype='csr')
+    weight = mx.sym.Variable('w', shape=(x.shape[1], 1), stype='row_sparse')
+    net = mx.sym.LinearRegressionOutput(mx.sym.dot(data, weight), mx.sym.Variable('label'))
+    mod = mx.mod.Module(net, data_names=['data'], label_names=['label'])
+    rng = np.random.RandomState(3)
+    rng.uniform(size=x.shape), rng.uniform(0.5, 1.5, x.shape), rng.normal(size=(x.shape[1], 1))
+    initial = mx.nd.array(rng.normal(0, 0.1, (x.shape[1], 1))).tostype('row_sparse')
+    mod.fit(train, optimizer='sgd', optimizer_params={'learning_rate': 0.1, 'momentum': 0.9},
+            num_epoch=2, arg_params={'w': initial})
+    np.testing.assert_allclose(got['fit_w'], mod.get_params()[0]['w'].asnumpy(), rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_dist_async_converges(job2):
     results = [load(job2, 'async', r) for r in range(2)]
     final = [float(line.split('=')[1]) for line in results[0]['train_lines']]

@@ -6,7 +6,9 @@ CUDA ones); see cluster.py for how a job is joined and how failures are reported
 
 * init: rank 0's value is broadcast, so every worker starts from the same parameters.
 * dist_sync / dist_device_sync: push sums the values given on this worker, then all-reduces the
-  sums (all keys of one push travel as one flat buffer per device and dtype). Without an optimizer
+  sums (all keys of one push travel as one flat buffer per device and dtype). Row_sparse values
+  are not densified: the workers all-gather their stored rows (indices and values) and each adds
+  up the rows it receives, so a push costs the rows touched, not the whole array. Without an optimizer
   the stored value becomes that global sum; with one, every worker applies the same update to the
   same sum, so all copies stay identical - this replaces the servers. dist_device_sync keeps each
   key on the device of its first pushed value (NCCL on GPUs); dist_sync keeps it where init put it.
@@ -150,10 +152,18 @@ class DistKVStore(KVStore):
             self._start_round(keys)
             return
         what = 'push of %d key(s)' % len(keys)
+        sparse = [i for i, s in enumerate(sums) if s.stype == 'row_sparse']
+        if sparse:
+            if self._compression is not None:
+                raise MXNetError('gradient compression is not supported for row_sparse values '
+                                 '(key %r)' % (keys[sparse[0]],))
+            for i, total in zip(sparse, self._all_gather_rows([sums[i] for i in sparse], what)):
+                sums[i] = total
+        dense = [s for s in sums if s.stype != 'row_sparse']
         if self._compression is not None:
             sums = self._all_gather_2bit(keys, sums, what)
         else:
-            for flat, members in _buckets([s._tensor for s in sums]):
+            for flat, members in _buckets([s._tensor for s in dense]):
                 self._cluster.collective(what, lambda: dist.all_reduce(flat))
                 self.bytes_sent += flat.numel() * flat.element_size()
                 _scatter(flat, members)
@@ -169,6 +179,45 @@ class DistKVStore(KVStore):
         if self._on_device and arrays[0].context != stored.context:
             stored = self._store[key] = stored.as_in_context(arrays[0].context)
         return sum_on(arrays, stored.context)
+
+    def _all_gather_rows(self, sums, what):
+        """The sums over all workers of row_sparse values: each worker sends only its stored
+        rows (indices and values, padded to the longest worker's count), every worker adds up
+        the rows it receives. The result stores the union of the workers' rows."""
+        from ..ndarray.sparse import _new
+        n = self.num_workers
+        counts = torch.tensor([s._get_parts()[1].numel() for s in sums], dtype=torch.int64)
+        gathered = [torch.empty_like(counts) for _ in range(n)]
+        self._cluster.collective(what, lambda: dist.all_gather(gathered, counts))
+        self.bytes_sent += counts.numel() * counts.element_size()
+        per_worker = torch.stack(gathered)                  # (workers, keys)
+        results = []
+        for j, total in enumerate(sums):
+            data, rows = total._get_parts()
+            longest = int(per_worker[:, j].max())
+            if longest == 0:                 # no worker stores a row
+                results.append(total)
+                continue
+            idx = torch.full((longest,), -1, dtype=torch.int64, device=rows.device)
+            idx[:rows.numel()] = rows
+            val = torch.zeros((longest,) + tuple(data.shape[1:]), dtype=data.dtype,
+                              device=data.device)
+            val[:rows.numel()] = data
+            all_idx = [torch.empty_like(idx) for _ in range(n)]
+            all_val = [torch.empty_like(val) for _ in range(n)]
+            self._cluster.collective(what, lambda: dist.all_gather(all_idx, idx))
+            self._cluster.collective(what, lambda: dist.all_gather(all_val, val))
+            self.bytes_sent += idx.numel() * idx.element_size() + \
+                val.numel() * val.element_size()
+            idx_cat, val_cat = torch.cat(all_idx), torch.cat(all_val)
+            keep = idx_cat >= 0
+            union, where = torch.unique(idx_cat[keep], return_inverse=True)
+            summed = torch.zeros((union.numel(),) + tuple(data.shape[1:]), dtype=data.dtype,
+                                 device=data.device)
+            summed.index_add_(0, where, val_cat[keep])
+            results.append(_new('row_sparse', total.shape, total.context,
+                                parts=(summed, union)))
+        return results
 
     def _all_gather_2bit(self, keys, sums, what):
         """The sums of all workers' 2-bit messages for `keys` (this worker sends its own)."""
