@@ -1,0 +1,171 @@
+"""Issue 14 targets: a hybridized Gluon model trains at least as fast as the same model as a
+Module, and a non-hybridized Block runs at PyTorch eager speed.
+
+One training step (forward, softmax cross-entropy, backward, SGD with momentum) of two nets,
+each written four ways and timed interleaved:
+  * Gluon HybridSequential, hybridized, with gluon.Trainer (the loss block imperative, or
+    hybridized too)
+  * the same Gluon net not hybridized (every layer runs imperatively)
+  * the same net as an mx.sym graph with SoftmaxOutput in an mx.mod.Module
+    (forward_backward + update)
+  * a PyTorch nn.Module of the same layers with torch.optim.SGD
+Nets: MLP 784-256-128-10 (relu), batch 64; CNN conv 3x3x16 - relu - maxpool - conv 3x3x32 -
+relu - maxpool - dense 10 on 1x28x28, batch 32.
+
+    python benchmarks/bench_gluon.py [--rounds 9] [--ctx gpu]
+"""
+import argparse
+import logging
+import sys
+
+import numpy as np
+import torch
+from torch import nn as tnn
+
+import mxtorch as mx
+from mxtorch import autograd, gluon
+from mxtorch.gluon import nn
+from harness import interleaved, report
+
+LR, MOMENTUM = 0.01, 0.9
+
+
+def gluon_net(kind):
+    net = nn.HybridSequential(prefix='net_')
+    with net.name_scope():
+        if kind == 'mlp':
+            net.add(nn.Dense(256, activation='relu'), nn.Dense(128, activation='relu'),
+                    nn.Dense(10))
+        else:
+            net.add(nn.Conv2D(16, 3, activation='relu'), nn.MaxPool2D(2),
+                    nn.Conv2D(32, 3, activation='relu'), nn.MaxPool2D(2), nn.Dense(10))
+    return net
+
+
+def symbol_net(kind):
+    h = mx.sym.var('data')
+    if kind == 'mlp':
+        h = mx.sym.Activation(mx.sym.FullyConnected(h, num_hidden=256, name='fc1'), 'relu')
+        h = mx.sym.Activation(mx.sym.FullyConnected(h, num_hidden=128, name='fc2'), 'relu')
+    else:
+        h = mx.sym.Activation(mx.sym.Convolution(h, kernel=(3, 3), num_filter=16,
+                                                 name='conv1'), 'relu')
+        h = mx.sym.Pooling(h, kernel=(2, 2), stride=(2, 2), pool_type='max')
+        h = mx.sym.Activation(mx.sym.Convolution(h, kernel=(3, 3), num_filter=32,
+                                                 name='conv2'), 'relu')
+        h = mx.sym.Pooling(h, kernel=(2, 2), stride=(2, 2), pool_type='max')
+    h = mx.sym.FullyConnected(h, num_hidden=10, name='fc3')
+    return mx.sym.SoftmaxOutput(h, name='softmax')
+
+
+def torch_net(kind):
+    if kind == 'mlp':
+        return tnn.Sequential(tnn.Linear(784, 256), tnn.ReLU(), tnn.Linear(256, 128),
+                              tnn.ReLU(), tnn.Linear(128, 10))
+    return tnn.Sequential(tnn.Conv2d(1, 16, 3), tnn.ReLU(), tnn.MaxPool2d(2),
+                          tnn.Conv2d(16, 32, 3), tnn.ReLU(), tnn.MaxPool2d(2), tnn.Flatten(),
+                          tnn.Linear(32 * 5 * 5, 10))
+
+
+def data(kind, ctx):
+    batch, shape = (64, (784,)) if kind == 'mlp' else (32, (1, 28, 28))
+    rng = np.random.RandomState(0)
+    x = rng.rand(batch, *shape).astype(np.float32)
+    y = rng.randint(0, 10, batch).astype(np.float32)
+    return mx.nd.array(x, ctx=ctx), mx.nd.array(y, ctx=ctx)
+
+
+def gluon_step(kind, ctx, hybridize, hybridize_loss=False):
+    net = gluon_net(kind)
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    if hybridize:
+        net.hybridize(static_alloc=True, static_shape=True)
+    trainer = gluon.Trainer(net.collect_params(), 'sgd',
+                            {'learning_rate': LR, 'momentum': MOMENTUM})
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    if hybridize_loss:
+        loss_fn.hybridize(static_alloc=True, static_shape=True)
+    x, y = data(kind, ctx)
+
+    def step():
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(x.shape[0])
+        return loss
+    return step
+
+
+def module_step(kind, ctx):
+    x, y = data(kind, ctx)
+    mod = mx.mod.Module(symbol_net(kind), context=ctx, logger=logging.getLogger('quiet'))
+    mod.bind(data_shapes=[('data', x.shape)], label_shapes=[('softmax_label', y.shape)])
+    mod.init_params(mx.init.Xavier())
+    mod.init_optimizer(optimizer='sgd', optimizer_params={
+        'learning_rate': LR, 'momentum': MOMENTUM, 'rescale_grad': 1.0 / x.shape[0]})
+    batch = mx.io.DataBatch([x], [y])
+
+    def step():
+        mod.forward_backward(batch)
+        mod.update()
+    return step
+
+
+def torch_step(kind, device):
+    net = torch_net(kind).to(device)
+    opt = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
+    x, y = data(kind, mx.cpu())
+    xt = torch.from_numpy(x.asnumpy()).to(device)
+    yt = torch.from_numpy(y.asnumpy()).long().to(device)
+
+    def step():
+        loss = tnn.functional.cross_entropy(net(xt), yt)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def _synced(fn, ctx):
+    if ctx.device_type != 'gpu':
+        return fn
+
+    def run():
+        fn()
+        torch.cuda.synchronize()
+    return run
+
+
+def main(argv=()):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--rounds', type=int, default=9)
+    parser.add_argument('--seconds', type=float, default=0.5)
+    parser.add_argument('--ctx', default='cpu', choices=('cpu', 'gpu'))
+    args = parser.parse_args(list(argv))
+    ctx = mx.gpu(0) if args.ctx == 'gpu' else mx.cpu()
+    device = 'cuda' if args.ctx == 'gpu' else 'cpu'
+    results = []
+    for kind, title in (('mlp', 'MLP 784-256-128-10, batch 64'),
+                        ('cnn', 'CNN conv16-pool-conv32-pool-dense10, 1x28x28, batch 32')):
+        candidates = {
+            'PyTorch nn.Module eager': torch_step(kind, device),
+            'Gluon hybridized': gluon_step(kind, ctx, True),
+            'Gluon hybridized, loss too': gluon_step(kind, ctx, True, True),
+            'Module forward_backward+update': module_step(kind, ctx),
+            'Gluon not hybridized': gluon_step(kind, ctx, False),
+        }
+        candidates = {k: _synced(v, ctx) for k, v in candidates.items()}
+        medians = interleaved(candidates, rounds=args.rounds, seconds=args.seconds)
+        text = report('%s: training step (%s)' % (title, args.ctx), medians,
+                      'PyTorch nn.Module eager')
+        mod = medians['Module forward_backward+update']
+        line = '  hybridized / Module: %.3fx time (%.3fx with the loss hybridized too)' % (
+            medians['Gluon hybridized'] / mod, medians['Gluon hybridized, loss too'] / mod)
+        print(line)
+        results.append(text + '\n' + line)
+    return results
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])
