@@ -27,6 +27,7 @@ Random choices (crops, flips, shuffling, jitter) come from NumPy generators seed
 import os
 import queue
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -255,7 +256,10 @@ class ImageRecordIter(MXDataIter):
         self._consumed = 0
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(max(1, p['preprocess_threads']))
-        self._queue, self._stop, self._producer = None, None, None
+        self._bg = {'stop': None, 'thread': None, 'queue': None}
+        # the producer is stopped and joined when the iterator is collected, or at exit at the
+        # latest, so that it never runs while the interpreter shuts down
+        weakref.finalize(self, _shut_down, self._bg, self._pool)
         self._launch()
         self._start()
 
@@ -361,20 +365,27 @@ class ImageRecordIter(MXDataIter):
             label = label[:, 0]
         return data, label, pad, np.asarray(rows, dtype=np.uint64)
 
+    @property
+    def _producer(self):
+        return self._bg['thread']
+
     def _launch(self):
         plan = self._plan()
-        self._queue = queue.Queue(maxsize=max(1, self._p['prefetch_buffer']))
-        self._stop = threading.Event()
-        out, stop = self._queue, self._stop
+        out = queue.Queue(maxsize=max(1, self._p['prefetch_buffer']))
+        stop = threading.Event()
+        self._queue = out
+        ref = weakref.ref(self)     # the thread must not keep the iterator alive
 
         def produce():
             for number, (rows, pad, after) in enumerate(plan):
-                if stop.is_set():
+                owner = ref()
+                if stop.is_set() or owner is None:
                     return
                 try:
-                    item = self._make_batch(number, rows, pad) + (after,)
+                    item = owner._make_batch(number, rows, pad) + (after,)
                 except Exception as err:     # noqa: BLE001  (handed to the consumer)
                     item = err
+                del owner
                 while not stop.is_set():
                     try:
                         out.put(item, timeout=0.1)
@@ -385,19 +396,12 @@ class ImageRecordIter(MXDataIter):
                     return
             out.put(None)
 
-        self._producer = threading.Thread(target=produce, name='ImageRecordIter-prefetch',
-                                          daemon=True)
-        self._producer.start()
+        thread = threading.Thread(target=produce, name='ImageRecordIter-prefetch', daemon=True)
+        self._bg.update(stop=stop, thread=thread, queue=out)
+        thread.start()
 
     def _halt(self):
-        if self._producer is not None:
-            self._stop.set()
-            while self._producer.is_alive():
-                try:
-                    self._queue.get(timeout=0.05)
-                except queue.Empty:
-                    pass
-            self._producer = None
+        _halt_producer(self._bg)
 
     def _before_first(self):
         self._halt()
@@ -412,21 +416,35 @@ class ImageRecordIter(MXDataIter):
         item = self._queue.get()
         if item is None:
             self._producer.join()
-            self._producer = None
+            self._bg['thread'] = None
             return False
         if isinstance(item, Exception):
-            self._producer = None
+            self._bg['thread'] = None
             raise item
         data, label, pad, index, self._consumed = item
         self._current = (array(data, dtype=data.dtype), array(label), pad, index)
         return True
 
-    def __del__(self):
-        try:
-            self._halt()
-            self._pool.shutdown(wait=False)
-        except Exception:     # noqa: BLE001  (interpreter shutdown)
-            pass
+
+
+def _halt_producer(bg):
+    """Stop the prefetching thread described by `bg` and wait for it to end."""
+    thread = bg['thread']
+    if thread is None:
+        return
+    bg['stop'].set()
+    if thread is not threading.current_thread():
+        while thread.is_alive():
+            try:
+                bg['queue'].get(timeout=0.05)
+            except queue.Empty:
+                pass
+    bg['thread'] = None
+
+
+def _shut_down(bg, pool):
+    _halt_producer(bg)
+    pool.shutdown(wait=True)
 
 
 class ImageRecordUInt8Iter(ImageRecordIter):

@@ -1,5 +1,6 @@
 """Data descriptions, batches and the iterator protocol, plus the wrapping iterators."""
 import threading
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -164,6 +165,8 @@ class _Prefetcher:
 
     The thread fetches when `taken` is set and signals `ready` when the batch (None at the end of
     the epoch) is there. An exception other than StopIteration is re-raised by `take()`.
+    `stop()` ends the thread after the fetch in progress (it is joined, so no fetch is still
+    running torch code while the interpreter shuts down).
     """
 
     def __init__(self, data_iter):
@@ -193,6 +196,7 @@ class _Prefetcher:
 
     def take(self):
         """The prefetched batch (None at the end of the epoch), waiting for it if needed."""
+        self._check_open()
         self.ready.wait()
         if self.error is not None:
             raise self.error
@@ -202,7 +206,12 @@ class _Prefetcher:
         self.ready.clear()
         self.taken.set()
 
+    def _check_open(self):
+        if not self.running:
+            raise MXNetError('PrefetchingIter: the iterator was closed')
+
     def reset(self):
+        self._check_open()
         self.ready.wait()
         self.data_iter.reset()
         self.fetch_next()
@@ -210,7 +219,13 @@ class _Prefetcher:
     def stop(self):
         self.running = False
         self.taken.set()
-        self.thread.join()
+        if self.thread is not threading.current_thread():
+            self.thread.join()
+
+
+def _stop_all(workers):
+    for worker in workers:
+        worker.stop()
 
 
 class PrefetchingIter(DataIter):
@@ -234,10 +249,13 @@ class PrefetchingIter(DataIter):
         self.batch_size = self.provide_data[0][1][0]
         self.current_batch = None
         self._workers = [_Prefetcher(it) for it in iters]
+        # stops and joins the threads when this iterator is collected, or at exit at the latest
+        # (before torch's own exit handlers), whichever comes first
+        self._finalizer = weakref.finalize(self, _stop_all, self._workers)
 
-    def __del__(self):
-        for worker in getattr(self, '_workers', []):
-            worker.stop()
+    def close(self):
+        """Stop the background threads now (the iterator cannot be used afterwards)."""
+        self._finalizer()
 
     @staticmethod
     def _renamed(descs_per_iter, renames):
