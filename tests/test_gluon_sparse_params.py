@@ -215,3 +215,25 @@ def test_sparse_embedding_gradient_rows():
     grad = layer.weight.grad()
     assert grad.stype == 'row_sparse'
     np.testing.assert_array_equal(grad.asnumpy()[:, 0], [1] * 5 + [0] * 5)
+
+
+def test_sparse_embedding_saves_its_trained_rows(tmp_path):
+    # MXNet 1.9.1: the saved weight is row_sparse and holds the kvstore's (updated) value
+    layer = gluon.contrib.nn.SparseEmbedding(6, 2, prefix='emb_')
+    layer.initialize(mx.init.Constant(2))
+    trainer = gluon.Trainer(layer.collect_params(), 'sgd', {'learning_rate': 0.5})
+    with mx.autograd.record():
+        y = layer(mx.nd.array([1, 3]))
+    y.backward()
+    trainer.step(1)
+    path = str(tmp_path / 'emb.params')
+    layer.save_parameters(path)
+    expected = [[2, 2], [1.5, 1.5], [2, 2], [1.5, 1.5], [2, 2], [2, 2]]
+    saved = mx.nd.load(path)['weight']
+    assert saved.stype == 'row_sparse'
+    np.testing.assert_array_equal(saved.asnumpy(), expected)
+    other = gluon.contrib.nn.SparseEmbedding(6, 2, prefix='emb_')
+    other.load_parameters(path)
+    gluon.Trainer(other.collect_params(), 'sgd')
+    np.testing.assert_array_equal(other.weight.row_sparse_data(mx.nd.arange(6)).asnumpy(),
+                                  expected)
