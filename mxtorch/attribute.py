@@ -1,4 +1,5 @@
 """mx.AttrScope: attributes given to every symbol created inside a `with` block."""
+import collections
 import threading
 import warnings
 
@@ -17,6 +18,7 @@ class AttrScope(metaclass=_MXClassPropertyMetaClass):
     attributes (values must be strings). Nested scopes merge; the inner one wins.
     `AttrScope.current` (deprecated in MXNet) reads or sets this thread's scope."""
     _scope = threading.local()
+    _subgraph_names = collections.defaultdict(int)     # control-flow subgraphs made, per name
 
     def __init__(self, **kwargs):
         for key, value in kwargs.items():

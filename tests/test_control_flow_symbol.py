@@ -41,8 +41,7 @@ def _cond_graph():
 
 def test_json_is_mxnets_byte_for_byte():
     from mxtorch.name import NameManager
-    from mxtorch.ops import control_flow
-    control_flow._SUBGRAPH_COUNTS.clear()      # subgraph names count per process, as MXNet's
+    mx.AttrScope._subgraph_names.clear()     # subgraph names count per process, as MXNet's
     with NameManager():
         made = [_foreach_graph().tojson(), _while_graph().tojson(), _cond_graph().tojson()]
     assert made == [g.rstrip('\n') for g in _mxnet_graphs()]

@@ -83,7 +83,7 @@ def _foreach(p, *inputs, train=False):
         for column, value in zip(columns, outs[:p.num_out_data]):
             column.append(value)
         states = outs[p.num_out_data:]
-    return tuple([torch.stack(c) for c in columns] + list(states))
+    return _single([torch.stack(c) for c in columns] + list(states))
 
 
 def _while_loop(p, *inputs, train=False):
@@ -102,16 +102,36 @@ def _while_loop(p, *inputs, train=False):
         # func_input_locs[func_var_locs[k]]
         for k, value in enumerate(outs[p.num_out_data:p.num_out_data + n_vars]):
             current[p.func_input_locs[p.func_var_locs[k]]] = value
+    if columns and not columns[0]:        # no step ran: the outputs' shapes by inference
+        given = [tuple(inputs[i].shape) for i in p.func_input_locs]
+        _, shapes = _subgraph_infer(func, given, 'shape')
+        from ..base import np_dtype
+        _, dtypes = _subgraph_infer(func, [np_dtype(inputs[i].dtype) for i in p.func_input_locs],
+                                    'type')
+        for column, shape, dtype in zip(columns, shapes, dtypes):
+            require(shape is not None, '_while_loop: no step ran and the shape of its outputs '
+                    'cannot be inferred')
+            column.append(torch.zeros(shape, dtype=_torch_dtype(dtype, inputs[0].dtype)))
+        columns = [[c[0]] for c in columns]
+        zero_steps = True
+    else:
+        zero_steps = False
     results = []
     for column in columns:
-        require(column, '_while_loop: no step ran, so the shape of its outputs is unknown')
         out = torch.stack(column)
+        if zero_steps:
+            out = out[:0]
         pad = p.max_iterations - out.shape[0]
         if pad:
             out = torch.cat([out, out.new_zeros((pad,) + tuple(out.shape[1:]))])
         results.append(out)
     final = [current[p.func_input_locs[loc]] for loc in p.func_var_locs]
-    return tuple(results + final)
+    return _single(results + final)
+
+
+def _torch_dtype(dtype, default):
+    from ..base import torch_dtype
+    return default if dtype is None else torch_dtype(dtype)
 
 
 def _cond(p, *inputs, train=False):
@@ -119,8 +139,11 @@ def _cond(p, *inputs, train=False):
     (flag,) = run_graph(pred, [inputs[i] for i in p.cond_input_locs], train)
     branch, locs = (then, p.then_input_locs) if bool(flag.reshape(-1)[0]) else \
         (other, p.else_input_locs)
-    outs = run_graph(branch, [inputs[i] for i in locs], train)
-    return tuple(outs) if len(outs) > 1 else outs[0]
+    return _single(run_graph(branch, [inputs[i] for i in locs], train))
+
+
+def _single(outs):
+    return tuple(outs) if len(outs) != 1 else outs[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,18 +263,15 @@ register(OpDef('_cond', _cond, mode_dependent=True,
 # ---------------------------------------------------------------------------------------------
 # building the nodes from Python functions over Symbols (mx.sym.contrib)
 # ---------------------------------------------------------------------------------------------
-_SUBGRAPH_COUNTS = {}
-
-
 def _subgraph_name(base):
-    """A fresh subgraph name (foreach0, foreach1, ...), prefixed by the enclosing one's."""
+    """A fresh subgraph name (foreach0, foreach1, ...; counted in AttrScope._subgraph_names, as
+    MXNet), prefixed by the enclosing subgraph's."""
     from ..attribute import AttrScope
     outer = AttrScope._active().get({}).get('__subgraph_name__', '')
     if outer:
         base = outer + '$' + base
-    count = _SUBGRAPH_COUNTS.get(base, 0)
-    _SUBGRAPH_COUNTS[base] = count + 1
-    return '%s%d' % (base, count)
+    AttrScope._subgraph_names[base] += 1
+    return '%s%d' % (base, AttrScope._subgraph_names[base] - 1)
 
 
 def _flatten(value, what):
@@ -342,13 +362,15 @@ def _outer_entries(graph, cut, bound):
 
 
 def _make_node(op_name, attrs, inputs, graphs):
+    from ..attribute import AttrScope
     from ..name import NameManager
     from ..symbol.graph import Node
     from ..symbol.symbol import Symbol
     from .registry import get_op
     op = get_op(op_name)
-    text = {k: str(list(v)) if isinstance(v, (list, tuple)) else str(v)
-            for k, v in attrs.items()}
+    text = AttrScope._active().get({})
+    text.update((k, str(list(v)) if isinstance(v, (list, tuple)) else str(v))
+                for k, v in attrs.items())
     node = Node(op, NameManager.current.get(None, op_name), text, inputs, graphs)
     return [Symbol([(node, i)]) for i in range(node.num_outputs())]
 
@@ -389,13 +411,21 @@ def foreach(body, data, init_states, name='foreach'):
     return (_regroup(result[:len(outs)], out_fmt), _regroup(result[len(outs):], state_fmt))
 
 
-def _union(graphs_and_cuts, bound):
-    """Node inputs (deduplicated outer entries) and each subgraph's input locations."""
+def _union(graphs_and_cuts, bound, share_variables):
+    """Node inputs and each subgraph's input locations. The loop variables (bound) are shared
+    between the subgraphs; with share_variables (cond) free variables of one name too. Other
+    inputs, cut entries above all, get an input each even where two feed on one outer entry
+    (a loop variable's update must not reach a free use of its initial value)."""
     inputs, where, locs = [], {}, []
     for graph, cut in graphs_and_cuts:
         mine = []
-        for entry in _outer_entries(graph, cut, bound):
-            key = (id(entry[0]), entry[1])
+        for name, entry in zip(graph.list_inputs(), _outer_entries(graph, cut, bound)):
+            if name in bound:
+                key = ('bound', name)
+            elif share_variables and name not in cut:
+                key = ('variable', name)
+            else:
+                key = ('own', len(inputs))
             if key not in where:
                 where[key] = len(inputs)
                 inputs.append(entry)
@@ -435,19 +465,19 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name='while_loop'):
 
     def run_func(vs):
         step, new = func(*vs)
-        step, _ = _flatten([] if step is None else list(step) if isinstance(step, tuple)
-                           else step, 'while output')
+        step, run_func.out_fmt = _flatten([] if step is None else list(step)
+                                          if isinstance(step, tuple) else step, 'while output')
         new, _ = _flatten([] if new is None else list(new) if isinstance(new, tuple) else new,
                           'while loop_vars')
         if len(new) != len(flat_vars):
             raise ValueError('The number of loop_vars should be consistent during the loop')
-        run_func.step_fmt = None
         return step, new
 
     cond_g, cond_cut, _, _ = subgraph(name + '_cond', run_cond)
     func_g, func_cut, n_out, n_all = subgraph(name + '_func', run_func)
     bound = {n: s._entries[0] for n, s in zip(var_names, flat_vars)}
-    inputs, (cond_locs, func_locs) = _union([(cond_g, cond_cut), (func_g, func_cut)], bound)
+    inputs, (cond_locs, func_locs) = _union([(cond_g, cond_cut), (func_g, func_cut)], bound,
+                                              False)
     func_names = func_g.list_inputs()
     var_locs = []
     for k, n in enumerate(var_names):
@@ -458,7 +488,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name='while_loop'):
         'num_args': len(inputs) + 2, 'num_outputs': n_all, 'num_out_data': n_out,
         'max_iterations': max_iterations, 'cond_input_locs': cond_locs,
         'func_input_locs': func_locs, 'func_var_locs': var_locs}, inputs, [cond_g, func_g])
-    return result[:n_out], _regroup(result[n_out:], var_fmt)
+    return _regroup(result[:n_out], run_func.out_fmt), _regroup(result[n_out:], var_fmt)
 
 
 def cond(pred, then_func, else_func, name='cond'):
@@ -478,7 +508,7 @@ def cond(pred, then_func, else_func, name='cond'):
     if n_then != n_else:
         raise MXNetError('cond: then_func gives %d outputs and else_func %d' % (n_then, n_else))
     inputs, (pred_locs, then_locs, else_locs) = _union(
-        [(pred_g, pred_cut), (then_g, then_cut), (else_g, else_cut)], {})
+        [(pred_g, pred_cut), (then_g, then_cut), (else_g, else_cut)], {}, True)
     result = _make_node('_cond', {
         'num_args': len(inputs) + 3, 'num_outputs': n_then, 'cond_input_locs': pred_locs,
         'then_input_locs': then_locs, 'else_input_locs': else_locs}, inputs,
