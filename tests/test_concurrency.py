@@ -88,3 +88,27 @@ def test_dataloader_workers_end_with_the_epoch():
     del batches
     gc.collect()
     assert len(threading.enumerate()) == before
+
+
+# ---- arguments that would never end an epoch ------------------------------------------------------
+
+@pytest.mark.parametrize('bad', [0, -1, 2.5, 3.0])
+def test_batch_sizes_that_never_end_are_refused(bad):
+    data = np.zeros((10, 2), np.float32)
+    with pytest.raises(mx.MXNetError, match='NDArrayIter: batch_size'):
+        mx.io.NDArrayIter(data, batch_size=bad)
+    with pytest.raises(mx.MXNetError, match='BatchSampler: batch_size'):
+        mx.gluon.data.DataLoader(mx.gluon.data.ArrayDataset(data), batch_size=bad)
+    with pytest.raises(mx.MXNetError, match='ResizeIter: size'):
+        mx.io.ResizeIter(mx.io.NDArrayIter(data, batch_size=2), -1 if bad == 0 else bad)
+
+
+def test_batch_size_types_and_good_values():
+    data = np.arange(20, dtype=np.float32).reshape(10, 2)
+    for bad in ('3', None):
+        with pytest.raises(TypeError, match='batch_size'):
+            mx.io.NDArrayIter(data, batch_size=bad)
+    batches = list(mx.io.NDArrayIter(data, batch_size=np.int64(4), last_batch_handle='discard'))
+    assert [b.data[0].shape for b in batches] == [(4, 2), (4, 2)]
+    assert len(list(mx.io.ResizeIter(mx.io.NDArrayIter(data, batch_size=4), 0))) == 0
+    assert len(list(mx.io.ResizeIter(mx.io.NDArrayIter(data, batch_size=4), 5))) == 5

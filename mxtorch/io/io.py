@@ -1,4 +1,5 @@
 """Data descriptions, batches and the iterator protocol, plus the wrapping iterators."""
+import numbers
 import threading
 import weakref
 from collections import namedtuple
@@ -6,6 +7,18 @@ from collections import namedtuple
 import numpy as np
 
 from ..base import MXNetError
+
+
+def check_count(owner, name, value, minimum=1):
+    """`value` as an int, if it is a whole number >= `minimum`; otherwise TypeError (not a
+    number) or MXNetError naming `owner` and argument `name` (a count such as a batch size that
+    would otherwise give empty batches or an epoch that never ends)."""
+    if not isinstance(value, numbers.Real):
+        raise TypeError('%s: %s must be an int, got %s %r'
+                        % (owner, name, type(value).__name__, value))
+    if not isinstance(value, numbers.Integral) or value < minimum:
+        raise MXNetError('%s: %s must be an int >= %d, got %r' % (owner, name, minimum, value))
+    return int(value)
 
 
 class DataDesc(namedtuple('DataDesc', ['name', 'shape'])):
@@ -121,7 +134,7 @@ class ResizeIter(DataIter):
     def __init__(self, data_iter, size, reset_internal=True):
         super().__init__()
         self.data_iter = data_iter
-        self.size = size
+        self.size = check_count('ResizeIter', 'size', size, minimum=0)
         self.reset_internal = reset_internal
         self.cur = 0
         self.current_batch = None

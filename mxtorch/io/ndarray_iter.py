@@ -3,7 +3,7 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ndarray import concatenate
-from .io import DataBatch, DataDesc, DataIter
+from .io import DataBatch, DataDesc, DataIter, check_count
 from .utils import _init_data, _part_range, _reorder, _take
 
 _LAST_BATCH_HANDLES = ('pad', 'discard', 'roll_over')
@@ -43,6 +43,7 @@ class NDArrayIter(DataIter):
     def __init__(self, data, label=None, batch_size=1, shuffle=False, last_batch_handle='pad',
                  data_name='data', label_name='softmax_label', layout='NCHW',
                  num_parts=1, part_index=0):
+        batch_size = check_count('NDArrayIter', 'batch_size', batch_size)
         super().__init__(batch_size)
         if last_batch_handle not in _LAST_BATCH_HANDLES:
             raise ValueError('last_batch_handle must be one of %s, got %r'

@@ -1,6 +1,8 @@
 """Samplers of mx.gluon.data: iterables of sample indices (or of batches of them)."""
 import numpy as np
 
+from ...io.io import check_count
+
 __all__ = ['Sampler', 'SequentialSampler', 'RandomSampler', 'FilterSampler', 'BatchSampler',
            'IntervalSampler']
 
@@ -65,7 +67,7 @@ class BatchSampler(Sampler):
 
     def __init__(self, sampler, batch_size, last_batch='keep'):
         self._sampler = sampler
-        self._batch_size = batch_size
+        self._batch_size = check_count('BatchSampler', 'batch_size', batch_size)
         self._last_batch = last_batch
         self._prev = []
 
