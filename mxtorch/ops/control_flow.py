@@ -167,10 +167,14 @@ def _usable(shape):
 
 
 def _fill(ins, node_locs, found):
+    """ins with what the subgraph found for them: unknown types, unknown or partial shapes."""
     ins = list(ins)
     for i, value in zip(node_locs, found):
-        if ins[i] is None and value is not None and (not isinstance(value, tuple) or
-                                                     _usable(value)):
+        if value is None:
+            continue
+        if not isinstance(value, tuple):
+            ins[i] = value if ins[i] is None else ins[i]
+        elif _usable(value) and (ins[i] is None or not _usable(ins[i])):
             ins[i] = value
     return ins
 
@@ -397,7 +401,7 @@ def foreach(body, data, init_states, name='foreach'):
     for what, wanted in (('data', data_names), ('state', state_names)):
         for n in wanted:
             if n not in names:
-                raise MXNetError('the %s arrays have to be used in the loop body' % what)
+                raise AssertionError('the %s arrays have to be used in the loop body' % what)
     bound = {n: s._entries[0] for n, s in zip(data_names + state_names,
                                               flat_data + flat_states)}
     entries = _outer_entries(graph, cut, bound)
