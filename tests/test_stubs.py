@@ -46,12 +46,19 @@ def test_signatures_describe_calls_that_work():
     assert mx.nd.clip(*bound.args, **bound.kwargs).asnumpy().max() == 1
 
 
+def test_committed_stubs_are_up_to_date():
+    """Generated in a fresh process: other tests register operators and custom ops."""
+    import subprocess
+    import sys
+    run = subprocess.run([sys.executable, '-m', 'mxtorch._stubgen', '--check'],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
 @pytest.mark.parametrize('package', sorted(_stubgen.PACKAGES))
-def test_committed_stub_is_up_to_date(package):
+def test_committed_stub_declares_the_operators(package):
     with open(_stubgen.stub_path(package)) as f:
         committed = f.read()
-    assert committed == _stubgen.stub_text(package), \
-        'the stub is stale: run `python -m mxtorch._stubgen` and commit the .pyi files'
     tree = ast.parse(committed)
     defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert {'FullyConnected', 'Convolution', 'softmax', 'SoftmaxOutput', '__getattr__'} <= set(defs)
