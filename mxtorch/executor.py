@@ -19,6 +19,8 @@ Monitoring and partial forward interpret the same steps one at a time.
 """
 import keyword
 import re
+import threading
+import weakref
 
 import numpy as np
 import torch
@@ -194,11 +196,35 @@ class Plan:
 _COMPILED = {}      # (generated source, train) -> code object
 
 
+class _Slot:
+    """What one thread's forward leaves behind: its output arrays and what its backward needs."""
+
+    def __init__(self, outputs=None):
+        self.outputs = outputs
+        self.output_dict = None
+        self.last = None
+        self.run = 0              # the executor's forward count when this slot's forward ran
+
+
 class Executor:
-    """A bound symbol (see Symbol.bind / simple_bind)."""
+    """A bound symbol (see Symbol.bind / simple_bind).
+
+    Thread safety: forward, backward, partial_forward and copy_params_from hold a per-executor
+    lock, so each forward computes on exactly the inputs it loaded. The first thread to run
+    forward owns the bound `outputs`; another thread that runs forward gets output arrays of its
+    own, so the outputs a thread reads are those of its own last forward (a thread that never ran
+    forward reads those of the latest forward). The argument, gradient and auxiliary arrays are
+    shared: a backward whose forward was followed by another thread's forward raises MXNetError
+    (the inputs its gradients need were replaced) instead of computing wrong gradients.
+    """
 
     def __init__(self, symbol, ctx, arg_arrays, grad_arrays, grad_reqs, aux_arrays, shapes,
                  out_types, group2ctx=None, out_arrays=None, owns_grads=False):
+        self._lock = threading.RLock()
+        self._home = self._latest = _Slot()   # the bound outputs, and the latest forward's slot
+        self._home_owner = None               # the thread that claimed the bound outputs
+        self._local = threading.local()       # .slot: the calling thread's own slot
+        self._runs = 0                        # forwards run so far
         self._symbol = symbol
         self._ctx = ctx
         self._group2ctx = group2ctx
@@ -247,7 +273,52 @@ class Executor:
         self._monitor_all = False
         self._last_watch = None      # a monitored training pass's backward nodes (monitoring)
         self._partial = None
-        self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
+        self._arg_dict = self._grad_dict = self._aux_dict = None
+
+    # ---- per-thread state -------------------------------------------------------------------------
+    def _slot(self):
+        """The calling thread's slot, or (if it never ran forward) the latest forward's."""
+        return getattr(self._local, 'slot', None) or self._latest
+
+    def _claim(self):
+        """The calling thread's own slot, made on its first forward: the bound outputs if no other
+        thread holds them, otherwise fresh arrays like them."""
+        slot = getattr(self._local, 'slot', None)
+        if slot is None:
+            owner = self._home_owner() if self._home_owner is not None else None
+            if owner is None or not owner.is_alive() or owner is threading.current_thread():
+                slot = self._home
+                self._home_owner = weakref.ref(threading.current_thread())
+            else:
+                slot = _Slot([_zeros_like(o) for o in self._home.outputs])
+            self._local.slot = slot
+        return slot
+
+    @property
+    def outputs(self):
+        return self._slot().outputs
+
+    @outputs.setter
+    def outputs(self, value):
+        slot = self._slot()
+        slot.outputs, slot.output_dict = value, None
+
+    @property
+    def _last(self):
+        return self._slot().last
+
+    @_last.setter
+    def _last(self, value):
+        self._slot().last = value
+
+    def _check_own_forward(self, slot):
+        """MXNetError if another thread ran forward after this thread's (shared inputs replaced)."""
+        if slot.last is not None and slot.run != self._runs:
+            raise MXNetError('Executor.backward in thread %r: another thread ran forward on this '
+                             'executor after this thread\'s forward, replacing the inputs the '
+                             'gradients need; use one executor per thread, or run forward and '
+                             'backward together under a lock of your own'
+                             % threading.current_thread().name)
 
     # ---- views -----------------------------------------------------------------------------------
     @property
@@ -291,9 +362,10 @@ class Executor:
 
     @property
     def output_dict(self):
-        if self._output_dict is None:
-            self._output_dict = self._named(self._output_names, self.outputs)
-        return self._output_dict
+        slot = self._slot()
+        if slot.output_dict is None:
+            slot.output_dict = self._named(self._output_names, slot.outputs)
+        return slot.output_dict
 
     # ---- forward -----------------------------------------------------------------------------------
     def _load_kwargs(self, kwargs):
@@ -360,6 +432,14 @@ class Executor:
 
     def forward(self, is_train=False, **kwargs):
         """Compute the outputs; with is_train, Dropout is active and BatchNorm uses batch stats."""
+        with self._lock:
+            slot = self._claim()
+            self._runs += 1
+            slot.run = self._runs
+            self._latest = slot
+            return self._forward(is_train, kwargs)
+
+    def _forward(self, is_train, kwargs):
         if kwargs:
             self._load_kwargs(kwargs)
         try:
@@ -438,6 +518,11 @@ class Executor:
 
     def backward(self, out_grads=None, is_train=True):
         """Gradients of the arguments, written or added into grad_arrays per grad_req."""
+        with self._lock:
+            self._check_own_forward(self._slot())
+            self._backward(out_grads)
+
+    def _backward(self, out_grads):
         grads = self._head_grads(out_grads)
         from . import engine
         failure = engine.failure_of([o._tensor for o in self.outputs])
@@ -618,6 +703,10 @@ class Executor:
 
         When none are left the outputs hold the result, as after forward().
         """
+        with self._lock:
+            return self._partial_forward(is_train, step)
+
+    def _partial_forward(self, is_train, step):
         steps = self._plan.steps
         if step == 0 or self._partial is None:
             inputs = self._inputs(False)
@@ -630,6 +719,10 @@ class Executor:
             self._run_step(steps[step], self._partial, namespace)
         left = len(steps) - step - 1
         if left == 0:
+            slot = self._claim()
+            self._runs += 1
+            slot.run = self._runs
+            self._latest = slot
             values = self._partial
             with torch.no_grad():
                 for out, name in zip(self.outputs, self._plan.heads):
@@ -658,7 +751,7 @@ class Executor:
                     raise MXNetError('copy_params_from: %s has shape %s, the executor expects %s'
                                      % (name, value.shape, dst.shape))
                 staged.append((dst, value))
-        with torch.no_grad():
+        with self._lock, torch.no_grad():
             for dst, value in staged:
                 dst._tensor.copy_(value._tensor)
 
@@ -749,6 +842,12 @@ class Executor:
 
     def get_optimized_symbol(self):
         return self._optimized.__copy__()
+
+
+def _zeros_like(arr):
+    """Zeros of `arr`'s shape, dtype, context and storage type."""
+    from .ndarray import zeros
+    return zeros(arr.shape, ctx=arr.context, dtype=arr.dtype, stype=arr.stype)
 
 
 def _rng_state(device):

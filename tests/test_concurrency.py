@@ -112,3 +112,154 @@ def test_batch_size_types_and_good_values():
     assert [b.data[0].shape for b in batches] == [(4, 2), (4, 2)]
     assert len(list(mx.io.ResizeIter(mx.io.NDArrayIter(data, batch_size=4), 0))) == 0
     assert len(list(mx.io.ResizeIter(mx.io.NDArrayIter(data, batch_size=4), 5))) == 5
+
+
+# ---- one executor or module, several threads ------------------------------------------------------
+
+def _mlp():
+    data = mx.sym.Variable('data')
+    hidden = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=16, name='fc1'),
+                               act_type='relu')
+    return mx.sym.FullyConnected(hidden, num_hidden=4, name='fc2')
+
+
+def _set_params(arg_dict, seed=0):
+    rs = np.random.RandomState(seed)
+    for name in ('fc1_weight', 'fc1_bias', 'fc2_weight', 'fc2_bias'):
+        arg_dict[name][:] = rs.randn(*arg_dict[name].shape) * 0.3
+    return {k: arg_dict[k].asnumpy() for k in ('fc1_weight', 'fc1_bias', 'fc2_weight',
+                                               'fc2_bias')}
+
+
+def _mlp_numpy(p, x):
+    hidden = np.maximum(x @ p['fc1_weight'].T + p['fc1_bias'], 0)
+    return hidden @ p['fc2_weight'].T + p['fc2_bias']
+
+
+def _in_threads(work, count):
+    failures = []
+
+    def guarded(k):
+        try:
+            work(k)
+        except Exception as err:    # noqa: BLE001  (reported by the test)
+            failures.append(err)
+    threads = [threading.Thread(target=guarded, args=(k,)) for k in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not failures, failures[:3]
+
+
+def test_one_executor_many_threads_every_forward_right():
+    ex = _mlp().simple_bind(mx.cpu(), data=(8, 10), grad_req='null')
+    params = _set_params(ex.arg_dict)
+    wrong = []
+
+    def work(k):
+        rs = np.random.RandomState(k)
+        for _ in range(150):
+            x = rs.randn(8, 10).astype(np.float32)
+            got = ex.forward(data=x)[0].asnumpy()
+            time.sleep(0)                       # let another thread's forward run here
+            again = ex.outputs[0].asnumpy()     # this thread's outputs, whatever the others did
+            if not (np.allclose(got, _mlp_numpy(params, x), atol=1e-4)
+                    and np.array_equal(got, again)):
+                wrong.append(k)
+    _in_threads(work, 8)
+    assert not wrong, '%d of 1200 forwards wrong' % len(wrong)
+    # the binding thread never ran forward: it reads the latest forward's outputs
+    assert ex.outputs[0].shape == (8, 4)
+
+
+def test_executor_outputs_handed_to_another_thread():
+    ex = _mlp().simple_bind(mx.cpu(), data=(2, 10), grad_req='null')
+    params = _set_params(ex.arg_dict)
+    x = np.ones((2, 10), np.float32)
+    bound = ex.outputs[0]
+
+    def work(_):
+        ex.forward(data=x)
+    _in_threads(work, 1)
+    # the first thread to run forward writes into the bound output arrays
+    assert ex.outputs[0] is bound
+    np.testing.assert_allclose(bound.asnumpy(), _mlp_numpy(params, x), atol=1e-5)
+
+
+def test_executor_backward_after_another_threads_forward_raises():
+    ex = _mlp().simple_bind(mx.cpu(), data=(2, 10))
+    _set_params(ex.arg_dict)
+    ex.forward(is_train=True, data=np.ones((2, 10), np.float32))
+    other = threading.Thread(target=lambda: ex.forward(is_train=True,
+                                                       data=np.zeros((2, 10), np.float32)))
+    other.start()
+    other.join()
+    with pytest.raises(mx.MXNetError, match='another thread ran forward'):
+        ex.backward(mx.nd.ones((2, 4)))
+    # forward and backward in one thread again: right gradients
+    ex.forward(is_train=True, data=np.ones((2, 10), np.float32))
+    ex.backward(mx.nd.ones((2, 4)))
+    np.testing.assert_allclose(ex.grad_dict['fc2_bias'].asnumpy(), [2, 2, 2, 2])
+
+
+def test_executor_forward_backward_pairs_in_threads_right_gradients():
+    ex = _mlp().simple_bind(mx.cpu(), data=(4, 10))
+    params = _set_params(ex.arg_dict)
+    lock = threading.Lock()
+    wrong = []
+
+    def work(k):
+        rs = np.random.RandomState(k)
+        for _ in range(40):
+            x = rs.randn(4, 10).astype(np.float32)
+            with lock:          # the caller pairs forward and backward
+                ex.forward(is_train=True, data=x)
+                ex.backward(mx.nd.ones((4, 4)))
+                grad = ex.grad_dict['fc1_bias'].asnumpy()
+            hidden = x @ params['fc1_weight'].T + params['fc1_bias']
+            want = ((hidden > 0) * params['fc2_weight'].sum(axis=0)).sum(axis=0)
+            if not np.allclose(grad, want, atol=1e-4):
+                wrong.append(k)
+    _in_threads(work, 4)
+    assert not wrong
+
+
+def test_one_module_many_threads_forward_right():
+    mod = mx.mod.Module(_mlp(), label_names=None)
+    mod.bind(data_shapes=[('data', (8, 10))], for_training=False)
+    mod.init_params()
+    arg, _ = mod.get_params()
+    params = {k: v.asnumpy() for k, v in arg.items()}
+    wrong = []
+
+    def work(k):
+        rs = np.random.RandomState(k)
+        for _ in range(100):
+            x = rs.randn(8, 10).astype(np.float32)
+            mod.forward(mx.io.DataBatch([mx.nd.array(x)]), is_train=False)
+            time.sleep(0)
+            if not np.allclose(mod.get_outputs()[0].asnumpy(), _mlp_numpy(params, x),
+                               atol=1e-4):
+                wrong.append(k)
+    _in_threads(work, 6)
+    assert not wrong, '%d of 600 module forwards wrong' % len(wrong)
+
+
+def test_executor_lock_costs_little():
+    """The lock and per-thread bookkeeping add next to nothing to a small MLP's forward."""
+    ex = _mlp().simple_bind(mx.cpu(), data=(8, 10), grad_req='null')
+    _set_params(ex.arg_dict)
+    ex.forward()
+
+    def best(fn, n=300, rounds=5):
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            times.append((time.perf_counter() - start) / n)
+        return min(times)
+    locked = best(lambda: ex.forward())
+    unlocked = best(lambda: ex._forward(False, {}))
+    assert locked < unlocked * 1.25 + 20e-6, (locked, unlocked)

@@ -1,5 +1,6 @@
 """Module: a Symbol bound for training or inference on one or more contexts."""
 import logging
+import threading
 import warnings
 
 import numpy as np
@@ -26,6 +27,9 @@ class Module(BaseModule):
                  logger=logging, context=cpu(), work_load_list=None, fixed_param_names=None,
                  state_names=None, group2ctxs=None, compression_params=None):
         super().__init__(logger=logger)
+        # forward (loading the batch, reshaping), backward and update run one at a time; each
+        # thread reads the outputs of its own forward (see Executor)
+        self._lock = threading.RLock()
         self._context = [context] if isinstance(context, Context) else list(context)
         self._work_load_list = work_load_list or [1] * len(self._context)
         if len(self._work_load_list) != len(self._context):
@@ -398,6 +402,10 @@ class Module(BaseModule):
     # ---- computation -----------------------------------------------------------------------------
     def forward(self, data_batch, is_train=None):
         """Forward a batch; a batch of another shape reshapes the executors on the fly."""
+        with self._lock:
+            self._forward(data_batch, is_train)
+
+    def _forward(self, data_batch, is_train):
         self._require(what='forward')
         current = tuple(d.shape for d in self._data_shapes)
         if isinstance(data_batch, list):
@@ -421,10 +429,15 @@ class Module(BaseModule):
 
     def backward(self, out_grads=None):
         self._require(what='backward')
-        self._exec_group.backward(out_grads=out_grads)
+        with self._lock:
+            self._exec_group.backward(out_grads=out_grads)
 
     def update(self):
         """Apply the optimizer to every parameter that has a gradient."""
+        with self._lock:
+            self._update()
+
+    def _update(self):
         self._require(optimizer=True, what='update')
         self._params_dirty = True
         group = self._exec_group
