@@ -98,18 +98,17 @@ def _nms_keep(p, rows, dtype):
     boxes = rows[order, p.coord_start:p.coord_start + 4]
     if p.in_format == 'center':
         boxes = _to_corner(boxes)
-    iou = _iou(boxes, boxes).tolist()
-    ids = rows[order, p.id_index].tolist() if p.id_index >= 0 else None
-    suppressed = [False] * len(order)
+    ids = rows[order, p.id_index] if p.id_index >= 0 else None
+    # greedy: each kept box suppresses the later ones it overlaps (one IoU row per kept box)
+    suppressed = torch.zeros(len(order), dtype=torch.bool)
     for i in range(len(order)):
         if suppressed[i]:
             continue
-        for j in range(i + 1, len(order)):
-            if suppressed[j] or iou[i][j] <= p.overlap_thresh:
-                continue
-            if p.force_suppress or ids is None or ids[i] == ids[j]:
-                suppressed[j] = True
-    return [k for k, s in zip(order, suppressed) if not s]
+        later = _iou(boxes[i], boxes[i + 1:]).double() > p.overlap_thresh
+        if not p.force_suppress and ids is not None:
+            later &= ids[i + 1:] == ids[i]
+        suppressed[i + 1:] |= later
+    return [k for k, s in zip(order, suppressed.tolist()) if not s]
 
 
 def _box_nms(p, data):
