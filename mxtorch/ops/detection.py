@@ -90,7 +90,8 @@ def _nms_keep(p, rows, dtype):
     valid = score > _in_dtype(p.valid_thresh, dtype)
     if p.id_index >= 0:
         valid &= rows[:, p.id_index] != p.background_id
-    order = [i for i in torch.argsort(-score, stable=True).tolist() if valid[i]]
+    order = torch.argsort(-score, stable=True)
+    order = order[valid[order]].tolist()
     if p.topk > 0:
         order = order[:p.topk]
     if not order:
