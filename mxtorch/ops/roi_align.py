@@ -93,13 +93,16 @@ def _roi_align(p, data, rois):
         ax = _axis_weights(x1, roi_w / pw, _grid(op, p, p.sample_ratio, roi_w, pw), pw, width)
     x = _wide(data)
     out = x.new_zeros((rois.shape[0], channels, ph, pw))
+    picked, pieces = [], []
     for b in range(batch):
         chosen = (index == b).nonzero().flatten()
         for start in range(0, chosen.numel(), _CHUNK):
             sel = chosen[start:start + _CHUNK]
             rows = torch.einsum('rph,chw->rcpw', ay[sel].to(x.dtype), x[b])
-            out = out.index_copy(0, sel, torch.einsum('rcpw,rqw->rcpq', rows,
-                                                      ax[sel].to(x.dtype)))
+            picked.append(sel)
+            pieces.append(torch.einsum('rcpw,rqw->rcpq', rows, ax[sel].to(x.dtype)))
+    if pieces:          # one copy into the output (regions of no batch item stay 0)
+        out = out.index_copy(0, torch.cat(picked), torch.cat(pieces))
     if p.position_sensitive:
         out = out.reshape(rois.shape[0], channels // (ph * pw), ph * pw, ph * pw)
         out = out.diagonal(dim1=2, dim2=3).reshape(rois.shape[0], -1, ph, pw)
