@@ -275,7 +275,7 @@ class Executor:
         self._partial = None
         self._arg_dict = self._grad_dict = self._aux_dict = None
 
-    # ---- per-thread state -------------------------------------------------------------------------
+    # ---- per-thread state -----------------------------------------------------------------------
     def _slot(self):
         """The calling thread's slot, or (if it never ran forward) the latest forward's."""
         return getattr(self._local, 'slot', None) or self._latest
@@ -593,6 +593,9 @@ class Executor:
         with torch.no_grad():
             for i, g in zip(self._leaf_positions, results):
                 handle = self._grad_list[i]
+                if g is not None and g.is_sparse:       # a sparse-grad embedding's rows
+                    _write_sparse_grad(handle, g, self._grad_reqs[i])
+                    continue
                 dst = handle._tensor
                 if self._grad_reqs[i] == 'add':
                     if g is not None:
@@ -873,6 +876,25 @@ def _nbytes(arr):
 
 
 _ENGINE = getattr(Variable, '_execution_engine', None)
+
+
+def _write_sparse_grad(handle, g, req):
+    """Write (or add) a sparse COO gradient: a row_sparse handle stores its rows (its dense
+    form is never built), a dense one gets the dense values."""
+    if handle.stype != 'row_sparse':
+        if req == 'add':
+            handle._tensor.add_(g)
+        else:
+            handle._tensor.copy_(g.to_dense())
+        return
+    if req == 'add':
+        data, rows = handle._get_parts()
+        held = torch.sparse_coo_tensor(rows.reshape(1, -1).to(g.device),
+                                       data.to(g.device, g.dtype), g.shape,
+                                       check_invariants=False)
+        g = g + held
+    g = g.coalesce()
+    handle._set_parts((g.values().to(handle._dtype), g.indices()[0].to(torch.int64)))
 
 
 def _run_backward(outputs, grads, leaves):

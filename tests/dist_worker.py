@@ -65,8 +65,13 @@ def fit(args, kv, mod, scenario, epochs, **kwargs):
 
     def suicide(param):
         if kv.rank == args.victim and param.epoch * (SHARD // BATCH) + param.nbatch == 5:
+            # when it failed, as seconds since the epoch (the tests time the job's end from it)
+            with open(os.path.join(args.outdir, 'victim-time'), 'w') as f:
+                f.write(repr(time.time()))
             if args.stall:               # alive but stuck: heartbeats go on, collectives do not
                 time.sleep(args.stall)
+            elif args.freeze:            # frozen: no heartbeat, and deaf to SIGTERM
+                os.kill(os.getpid(), signal.SIGSTOP)
             else:
                 os.kill(os.getpid(), signal.SIGKILL)
 
@@ -253,6 +258,8 @@ def main():
     parser.add_argument('--victim', type=int, default=-1, help='rank that kills itself')
     parser.add_argument('--stall', type=float, default=0,
                         help='the victim sleeps this long instead of killing itself')
+    parser.add_argument('--freeze', action='store_true',
+                        help='the victim stops itself (SIGSTOP) instead of killing itself')
     parser.add_argument('--resume-from', help='checkpoint prefix to resume from')
     args = parser.parse_args()
     for scenario in args.scenarios:

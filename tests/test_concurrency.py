@@ -90,7 +90,7 @@ def test_dataloader_workers_end_with_the_epoch():
     assert len(threading.enumerate()) == before
 
 
-# ---- arguments that would never end an epoch ------------------------------------------------------
+# ---- arguments that would never end an epoch ----------------------------------------------------
 
 @pytest.mark.parametrize('bad', [0, -1, 2.5, 3.0])
 def test_batch_sizes_that_never_end_are_refused(bad):
@@ -114,7 +114,7 @@ def test_batch_size_types_and_good_values():
     assert len(list(mx.io.ResizeIter(mx.io.NDArrayIter(data, batch_size=4), 5))) == 5
 
 
-# ---- one executor or module, several threads ------------------------------------------------------
+# ---- one executor or module, several threads ----------------------------------------------------
 
 def _mlp():
     data = mx.sym.Variable('data')

@@ -544,6 +544,67 @@ def test_launch_runs_workers_through_torchrun(tmp_path):
                    'sum': [23.0, 23.0]} for name in ('dist_device_sync', 'dist_async', 'horovod')}
 
 
+def run_launch(outdir, *arguments, timeout):
+    """`mxtorch launch -n 2 --timeout T dist_worker.py OUTDIR *arguments`, in its own process
+    group; (exit status, output, seconds from the victim's failure to the job's end)."""
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'mxtorch', 'launch', '-n', '2', '--timeout', str(timeout), WORKER,
+         str(outdir), *arguments], env=worker_env({}, timeout), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=JOB_LIMIT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail('mxtorch launch still running after %d s:\n%s' % (JOB_LIMIT, out))
+    ended = time.time()
+    with open(outdir / 'victim-time') as f:
+        return proc.returncode, out, ended - float(f.read())
+
+
+def test_launch_reports_the_rank_that_died(tmp_path):
+    code, out, after = run_launch(tmp_path, 'train', '--epochs', '50', '--victim', '1',
+                                  timeout=TIMEOUT)
+    assert code == 1, out
+    assert 'mxtorch launch: rank 1 died: killed by signal 9 (SIGKILL)' in out, out
+    assert 'mxtorch launch: rank 0 killed by signal 15 (SIGTERM) (ended by the launcher' in out
+    assert after < 5, after
+
+
+def test_launch_ends_a_frozen_worker_within_the_timeout(tmp_path):
+    """Rank 1 stops itself (SIGSTOP: deaf to torchrun's SIGTERM, which used to wait 30 s more):
+    the job ends a few seconds after the 5 s timeout, naming it."""
+    code, out, after = run_launch(tmp_path, 'train', '--epochs', '50', '--victim', '1',
+                                  '--freeze', timeout=5)
+    assert code == 1, out
+    assert 'mxtorch launch: rank 1 hung (frozen' in out, out
+    assert 'reported by rank 0: rank 0: push' in out, out
+    assert 'rank 1 stopped responding' in out, out
+    assert after < 5 + 6, after
+
+
+def test_launch_failure_report_names_the_culprit():
+    from mxtorch.kvstore.supervise import describe_failure
+    sigterm, sigkill = -signal.SIGTERM, -signal.SIGKILL
+    # died: first failure not caused by the launcher, even within the same second
+    lines = describe_failure({0: (sigterm, 100), 1: (sigkill, 100)}, {}, {})
+    assert lines == ['rank 1 died: killed by signal 9 (SIGKILL)',
+                     'rank 0 killed by signal 15 (SIGTERM) (ended by the launcher after the '
+                     'failure)']
+    # alive but stuck: named by the rank that timed out waiting for it
+    verdict = {'rank': 0, 'kind': 'behind', 'blamed': [1], 'message': 'rank 1 did not reach'}
+    lines = describe_failure({0: (1, 100), 1: (sigterm, 100)}, {0: verdict}, {}, timeout=20)
+    assert lines[0] == ('rank 1 hung (alive, but did not reach the collective the others were '
+                        'in within the 20 s timeout); reported by rank 0: rank 1 did not reach; '
+                        'then killed by signal 15 (SIGTERM)')
+    assert lines[1] == 'rank 0 exited with status 1'
+    # never joined; a plain script error
+    verdict = {'rank': 0, 'kind': 'missing', 'blamed': [2], 'message': 'rank 2 of 3 ...'}
+    assert describe_failure({0: (1, 5)}, {0: verdict}, {})[0].startswith(
+        'rank 2 never joined the job; reported by rank 0')
+    assert describe_failure({0: (0, 5), 1: (3, 4)}, {}, {})[0] == 'rank 1 died: exited with status 3'
+
+
 def test_launch_maps_hosts_onto_torchrun_nodes(tmp_path):
     hosts = tmp_path / 'hosts'
     hosts.write_text('# two machines\nnode-a\n\nnode-b\n')

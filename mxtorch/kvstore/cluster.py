@@ -23,6 +23,7 @@ store's operations; MXTORCH_DIST_BACKEND overrides the backend string.
 """
 import atexit
 import datetime
+import json
 import os
 import threading
 import time
@@ -190,7 +191,9 @@ class Cluster:
                 if self.store_host == self.rank:
                     time.sleep(1.0)        # time for the others to read the verdict
             if verdict is not None:
-                raise MXNetError('%s; seen from rank %d' % (_text(verdict), self.rank))
+                message = '%s; seen from rank %d' % (_text(verdict), self.rank)
+                report_to_launcher(self.rank, 'missing', missing, message)
+                raise MXNetError(message)
             time.sleep(0.05)
 
     def _init_process_group(self):
@@ -252,8 +255,9 @@ class Cluster:
         stall = 3 * self.interval
         # the store's host lingers, so that the others can still read the heartbeats
         linger = 2 * self.interval if self.store_host == self.rank else 0.0
-        deadline = time.monotonic() + 6 * self.interval
-        silent = []
+        # after a full timeout a dead peer has long been silent: no need to watch for one
+        deadline = time.monotonic() + (0 if waited >= 0.9 * self.timeout else 6 * self.interval)
+        silent, peers, poll = self._silent(stall)
         while time.monotonic() < deadline and not silent:
             time.sleep(self.interval / 4)
             silent, peers, poll = self._silent(stall)
@@ -262,10 +266,13 @@ class Cluster:
                                                                      waited)
         behind = sorted(r for r, p in peers.items()
                         if r != self.rank and p[2] != 'failed' and p[1] < self.seq)
+        kind, blamed = 'backend', []
         if silent:
-            reason = '%s stopped responding (no heartbeat for %.1f s: crashed or killed)' % (
-                _ranks(silent), max(poll - peers[r][3] for r in silent))
+            reason = ('%s stopped responding (no heartbeat for %.1f s: crashed, killed or '
+                      'frozen)' % (_ranks(silent), max(poll - peers[r][3] for r in silent)))
+            kind, blamed = 'silent', silent
         elif time.monotonic() - poll > stall:
+            kind, blamed = 'store', [self.store_host] if self.store_host is not None else []
             reason = ('rank %d stopped responding (the rendezvous store it hosts at %s:%d is gone)'
                       % (self.store_host, self.addr, self.port) if self.store_host is not None
                       else "the rendezvous store at %s:%d (torchrun's agent) is gone"
@@ -273,9 +280,12 @@ class Cluster:
         elif behind:
             reason = '%s did not reach it within the %g s timeout (MXTORCH_DIST_TIMEOUT)' % (
                 _ranks(behind), self.timeout)
+            kind, blamed = 'behind', behind
         else:
             reason = 'no rank is missing; the backend failed'
-        return '%s: %s. Backend error: %s' % (head, reason, _first_line(err))
+        message = '%s: %s. Backend error: %s' % (head, reason, _first_line(err))
+        report_to_launcher(self.rank, kind, blamed, message)
+        return message
 
     def _silent(self, stall):
         """(ranks whose heartbeat stopped and that did not fail themselves, peers, last poll)."""
@@ -284,6 +294,28 @@ class Cluster:
         silent = sorted(r for r, (_, _, state, changed) in peers.items()
                         if r != self.rank and state != 'failed' and poll - changed >= stall)
         return silent, peers, poll
+
+
+REPORTS_VARIABLE = 'MXTORCH_LAUNCH_REPORTS'
+
+
+def report_to_launcher(rank, kind, blamed, message):
+    """Leave this rank's verdict on a failed job where `mxtorch launch` reads it (the folder
+    named by MXTORCH_LAUNCH_REPORTS, when the launcher set it): the launcher may stop this
+    process before its own report is seen. kind: 'silent' (blamed ranks' heartbeats stopped),
+    'behind' (blamed ranks alive but never reached the collective), 'store', 'missing' (blamed
+    ranks never joined), 'backend'."""
+    folder = os.environ.get(REPORTS_VARIABLE)
+    if not folder:
+        return
+    try:
+        path = os.path.join(folder, 'rank%d.json' % rank)
+        with open(path + '.tmp', 'w') as f:
+            json.dump({'rank': rank, 'kind': kind, 'blamed': [int(r) for r in blamed],
+                       'message': message}, f)
+        os.replace(path + '.tmp', path)
+    except OSError:
+        pass
 
 
 def _text(value):

@@ -22,6 +22,10 @@ scheduler starts one command per machine.
 stuck worker before failing; cluster.py) and the rendezvous timeout of the multi-host launch.
 `--max-restarts K` lets torchrun restart the workers after a failure; a script that resumes from
 `mx.kv.latest_checkpoint(prefix)` then continues from its last checkpoint.
+
+When the job fails on this machine, the launcher ends with a report naming the rank that died
+(its exit status or signal) or hung (frozen, or alive but not reaching a collective within the
+timeout), as the workers found it (supervise.py).
 """
 import argparse
 import os
@@ -112,12 +116,12 @@ def launch(args):
     if args.timeout is not None:
         env['MXTORCH_DIST_TIMEOUT'] = '%g' % args.timeout
     if args.hosts is None:
-        return subprocess.call(commands[0][1], env=env)
+        return _here(commands[0][1], env, args.timeout)
     if args.node_rank is not None:
         if not 0 <= args.node_rank < len(commands):
             raise ValueError('--node-rank must be in [0, %d), got %d'
                              % (len(commands), args.node_rank))
-        return subprocess.call(commands[args.node_rank][1], env=env)
+        return _here(commands[args.node_rank][1], env, args.timeout)
     prefix = 'cd %s && ' % shlex.quote(os.getcwd())
     if args.timeout is not None:
         prefix += 'MXTORCH_DIST_TIMEOUT=%g ' % args.timeout
@@ -126,6 +130,19 @@ def launch(args):
              for host, argv in commands]
     codes = [p.wait() for p in procs]
     return next((c for c in codes if c), 0)
+
+
+def _here(argv, env, timeout):
+    """Run torchrun's agent in this process (argv: the torchrun command), watched."""
+    from .cluster import timeout_seconds
+    from .supervise import run_agent
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        return run_agent(argv[3:], timeout if timeout is not None else timeout_seconds())
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def run(args):
