@@ -234,6 +234,8 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # py
             for var, g in zip(leaves, results):
                 if g is None:
                     continue
+                if g.is_sparse:            # a sparse-grad embedding's rows
+                    g = g.to_dense()
                 target = var._grad._tensor
                 if var._grad_req == 'add':
                     target.add_(g.to(target.dtype))
@@ -271,6 +273,8 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
                              'it is unreachable from the outputs.' % (i + 1))
         if g._is_zerotensor():
             g = torch.zeros(g.shape, dtype=g.dtype, device=g.device)
+        elif g.is_sparse:
+            g = g.to_dense()
         if not create_graph:
             g = g.detach()
         elif not g.requires_grad:

@@ -155,7 +155,10 @@ register(OpDef('Dropout', _dropout,
 def _embedding(p, data, weight):
     """Rows of weight picked by data (indices clipped to [0, input_dim - 1])."""
     idx = data.long().clamp_(0, p.input_dim - 1)
-    return F.embedding(idx, weight)
+    # a sparse-grad embedding of a weight that is a leaf of autograd (an executor's argument)
+    # gets its gradient as a sparse COO tensor: the looked-up rows only, never a dense one
+    sparse = getattr(p, 'sparse_grad', True) and weight.is_leaf and weight.requires_grad
+    return F.embedding(idx, weight, sparse=bool(sparse))
 
 
 def _embedding_shape(p, ins, outs):

@@ -296,7 +296,9 @@ class Optimizer:
             return from_torch(arr._tensor[rows], arr.context)
 
         sub_weight, sub_state = gather(weight), _map_state(gather, state)
-        self._run([index], [sub_weight], [gather(grad)], [sub_state])
+        # the gradient's stored rows, in the order of its indices (its dense form unbuilt)
+        sub_grad = from_torch(grad._get_parts()[0].to(weight._tensor.device), grad.context)
+        self._run([index], [sub_weight], [sub_grad], [sub_state])
         originals, updated = [], []
         _map_state(originals.append, state)
         _map_state(updated.append, sub_state)
