@@ -71,3 +71,40 @@ def test_bad_inputs_are_errors():
         mx.nd.contrib.DeformablePSROIPooling(mx.nd.zeros((1, 7, 6, 6)), mx.nd.zeros((1, 5)),
                                              spatial_scale=1, output_dim=2, group_size=2,
                                              pooled_size=2, no_trans=True)
+
+
+def _reference_nms(rows, thresh, class_aware):
+    """Plain greedy NMS over (id, score, box) rows: kept rows' indices in score order."""
+    order = sorted(range(len(rows)), key=lambda i: -rows[i][1])
+    keep = []
+    for i in order:
+        ok = True
+        for k in keep:
+            if class_aware and rows[k][0] != rows[i][0]:
+                continue
+            a, b = rows[k][2:], rows[i][2:]
+            w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+            h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+            inter = w * h
+            union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+            if inter > 0 and inter / union > thresh:
+                ok = False
+                break
+        if ok:
+            keep.append(i)
+    return keep
+
+
+@pytest.mark.parametrize('force', [False, True])
+def test_box_nms_many_boxes_matches_plain_greedy(force):
+    rs = np.random.RandomState(4)
+    n = 700                       # several blocks of the blocked suppression
+    xy = rs.uniform(0, 50, (n, 2))
+    rows = np.concatenate([rs.randint(0, 3, (n, 1)), rs.permutation(n)[:, None] / n, xy,
+                           xy + rs.uniform(2, 12, (n, 2))], 1).astype('float64')
+    out = mx.nd.contrib.box_nms(mx.nd.array(rows[None], dtype='float64'), overlap_thresh=0.3,
+                                coord_start=2, score_index=1, id_index=0,
+                                force_suppress=force).asnumpy()[0]
+    keep = _reference_nms(rows.tolist(), 0.3, not force)
+    np.testing.assert_array_equal(out[:len(keep)], rows[keep])
+    assert (out[len(keep):] == -1).all()

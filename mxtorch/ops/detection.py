@@ -7,6 +7,7 @@ arithmetic runs in float32 or wider whatever the input dtype, results come back 
 """
 import math
 
+import numpy as np
 import torch
 
 from .optimizer_ops import FloatTuple
@@ -99,17 +100,41 @@ def _nms_keep(p, rows, dtype):
     boxes = rows[order, p.coord_start:p.coord_start + 4]
     if p.in_format == 'center':
         boxes = _to_corner(boxes)
-    ids = rows[order, p.id_index] if p.id_index >= 0 else None
-    # greedy: each kept box suppresses the later ones it overlaps (one IoU row per kept box)
-    suppressed = torch.zeros(len(order), dtype=torch.bool)
-    for i in range(len(order)):
-        if suppressed[i]:
-            continue
-        later = _iou(boxes[i], boxes[i + 1:]).double() > p.overlap_thresh
-        if not p.force_suppress and ids is not None:
-            later &= ids[i + 1:] == ids[i]
-        suppressed[i + 1:] |= later
+    ids = rows[order, p.id_index] if p.id_index >= 0 and not p.force_suppress else None
+    suppressed = _greedy_suppress(boxes.cpu().numpy(),
+                                  None if ids is None else ids.cpu().numpy(), p.overlap_thresh)
     return [k for k, s in zip(order, suppressed.tolist()) if not s]
+
+
+def _greedy_suppress(boxes, ids, threshold):
+    """Greedy NMS over corner boxes sorted by score (NumPy, the boxes' float type): each box
+    not yet suppressed suppresses the later ones whose IoU with it exceeds threshold (of the
+    same id, when ids are given). IoU rows are computed a block of boxes at a time."""
+    n = len(boxes)
+    left, top, right, bottom = boxes.T
+    area = (right - left).clip(min=0) * (bottom - top).clip(min=0)
+    suppressed = np.zeros(n, dtype=bool)
+    block = max(16, min(256, (1 << 22) // max(n, 1)))
+    with np.errstate(divide='ignore', invalid='ignore'):
+        for start in range(0, n, block):
+            end = min(n, start + block)
+            if suppressed[start:end].all():
+                continue
+            rows = slice(start, end)
+            width = (np.minimum(right[rows, None], right[None, start:]) -
+                     np.maximum(left[rows, None], left[None, start:])).clip(min=0)
+            height = (np.minimum(bottom[rows, None], bottom[None, start:]) -
+                      np.maximum(top[rows, None], top[None, start:])).clip(min=0)
+            inter = width * height
+            union = area[rows, None] + area[None, start:] - inter
+            iou = np.where(inter > 0, inter / np.where(inter > 0, union, 1), 0)
+            over = iou.astype(np.float64) > threshold
+            if ids is not None:
+                over &= ids[rows, None] == ids[None, start:]
+            for a in range(end - start):
+                if not suppressed[start + a]:
+                    suppressed[start + a + 1:] |= over[a, a + 1:]
+    return suppressed
 
 
 def _box_nms(p, data):
