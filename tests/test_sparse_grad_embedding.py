@@ -94,3 +94,20 @@ def test_imperative_autograd_gets_a_dense_form_of_the_sparse_gradient():
                             sparse_grad=True)
     y.backward()
     np.testing.assert_array_equal(w.grad.asnumpy(), [[0] * 3, [2] * 3, [0] * 3, [1] * 3])
+
+
+def test_dot_csr_dense_uses_the_csr_parts_and_records_the_weight_gradient():
+    import scipy.sparse as sp
+    a = sp.random(6, 50000, density=0.001, format='csr', dtype=np.float32, random_state=4)
+    w_np = np.random.RandomState(5).rand(50000, 3).astype(np.float32)
+    csr = mx.nd.sparse.csr_matrix(a)
+    w = mx.nd.array(w_np)
+    w.attach_grad()
+    head = np.random.RandomState(6).rand(6, 3).astype(np.float32)
+    with mx.autograd.record():
+        y = mx.nd.sparse.dot(csr, w)
+    y.backward(mx.nd.array(head))
+    assert y.stype == 'default'
+    np.testing.assert_allclose(y.asnumpy(), a @ w_np, rtol=1e-5)
+    np.testing.assert_allclose(w.grad.asnumpy(), a.T @ head, rtol=1e-5, atol=1e-7)
+    assert csr._dense is None                   # the csr array's dense form was not built

@@ -7,6 +7,8 @@ where MXNet's result keeps rows or elements a dense computation cannot tell apar
 (row_sparse sums keep the union of their inputs' rows, retain keeps the requested stored rows).
 The rules mirror what MXNet 1.9.1 reports for each combination on CPU.
 """
+import warnings
+
 import torch
 
 from ..base import MXNetError
@@ -215,6 +217,29 @@ def _csr_columns(p, inputs):
     return a._get_parts()[2] if a.stype == C and p.transpose_a else None
 
 
+def _csr_dense_dot(other):
+    """dot(csr, dense) with a dense result: a sparse matrix product on the csr array's parts
+    (its dense form unbuilt), recorded by autograd for the dense operand's gradient; other
+    combinations go to `other`."""
+    def kernel(op, p, inputs, out_stypes):
+        a, b = inputs
+        if a.stype != C or b.stype != D or out_stypes != [D] or p.transpose_a or \
+                p.transpose_b or p.forward_stype is not None or a.dtype != b.dtype or \
+                not b._tensor.dtype.is_floating_point or b.ndim != 2 or \
+                a._grad is not None or (a._dense is not None and a._dense.requires_grad):
+            return other(op, p, inputs, out_stypes)
+        from ..ndarray.ndarray import _wrap
+        data, indptr, idx = a._get_parts()
+        w = b._tensor
+        with warnings.catch_warnings():      # torch's "csr support is in beta" notice
+            warnings.simplefilter('ignore')
+            csr = torch.sparse_csr_tensor(indptr.long().to(w.device), idx.long().to(w.device),
+                                          data.to(w.device), a.shape, check_invariants=False)
+        with torch.set_grad_enabled(_recording()):
+            return [_wrap(torch.sparse.mm(csr, w), b.context)]
+    return kernel
+
+
 _rows_union = _structured(rows=_union_rows, mask=_union_mask)
 
 
@@ -323,7 +348,7 @@ for _name in ('elemwise_add', 'elemwise_sub', '_grad_add'):
 _set(['add_n'], _all_rsp, _rows_union)
 _set(['elemwise_mul'], _elemwise_mul, _structured(rows=_union_rows, mask=_common_mask))
 _set(['broadcast_mul', 'broadcast_div'], _broadcast_mul, _structured(mask=_common_mask))
-_set(['dot'], _dot, _structured(rows=_csr_columns, mask=_csr_used_columns))
+_set(['dot'], _dot, _csr_dense_dot(_structured(rows=_csr_columns, mask=_csr_used_columns)))
 _set(['BatchNorm'], _batch_norm)
 _set(['slice'], _slice, _structured(mask=_op_on_mask))
 _set(['Concat'], _concat, _structured(mask=_op_on_mask))
