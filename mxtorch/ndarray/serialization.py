@@ -338,7 +338,8 @@ def atomic_write(fname, payload):
     """Write bytes so that a crash mid-write never leaves a truncated `fname` behind."""
     fname = os.fspath(fname)
     folder = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(fname) + '.', dir=folder)
+    prefix = '.%s.' % os.path.basename(fname)
+    fd, tmp = tempfile.mkstemp(prefix='%s%d.' % (prefix, os.getpid()), dir=folder)
     try:
         umask = os.umask(0)
         os.umask(umask)
@@ -354,6 +355,27 @@ def atomic_write(fname, payload):
         except OSError:
             pass
         raise
+    _sweep_orphans(folder, prefix)
+
+
+def _sweep_orphans(folder, prefix):
+    """Remove the temp files of earlier writes of the same file whose writer is gone (a process
+    killed mid-write leaves `.name.<pid>.xxxx`); a live writer's file stays."""
+    for name in os.listdir(folder):
+        pid = name[len(prefix):].split('.', 1)[0] if name.startswith(prefix) else ''
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue                              # still running: its write may be under way
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError):
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass
 
 
 def save(fname, data):
