@@ -273,6 +273,8 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
         expected = dict(zip(names, expected))
     grads = {k: array(np.random.normal(size=args[k].shape), ctx=ctx, dtype=args[k].dtype)
              for k in expected}
+    if grad_stypes:                 # gradients stored sparse where asked
+        grads = {k: g.tostype(grad_stypes.get(k, 'default')) for k, g in grads.items()}
     if isinstance(grad_req, str):
         grad_req = {k: grad_req if k in expected else 'null' for k in names}
     elif isinstance(grad_req, (list, tuple)):

@@ -339,3 +339,13 @@ def test_use_np_scopes_and_platform_queries():
     assert tu.is_op_runnable() and not tu.has_tvm_ops()
     assert tu.is_aarch64_run() in (True, False) and tu.is_cd_run() in (True, False)
     assert tu.download_model('no-such-model') == (None, 0)
+
+
+def test_check_symbolic_backward_stores_gradients_in_the_asked_stype():
+    x = mx.sym.Variable('x')
+    value = np.array([[1, 2], [0, 0], [3, 4]], dtype=np.float32)
+    grads = mx.test_utils.check_symbolic_backward(
+        mx.sym.elemwise_mul(x, x), [value], [np.ones_like(value)], [2 * value],
+        grad_stypes={'x': 'row_sparse'})
+    assert grads['x'].stype == 'row_sparse'
+    np.testing.assert_allclose(grads['x'].asnumpy(), 2 * value)
