@@ -31,15 +31,12 @@ def _run_in_order(children, x, args):
     return x
 
 
-class Sequential(Block):
-    """Children run one after another."""
+class _Chain:
+    """What Sequential and HybridSequential share: add, indexing/slicing, len and repr."""
 
     def add(self, *blocks):
         for block in blocks:
             self.register_child(block)
-
-    def forward(self, x, *args):
-        return _run_in_order(self._children.values(), x, args)
 
     def __repr__(self):
         return _sequential_repr(self)
@@ -55,6 +52,13 @@ class Sequential(Block):
 
     def __len__(self):
         return len(self._children)
+
+
+class Sequential(_Chain, Block):
+    """Children run one after another."""
+
+    def forward(self, x, *args):
+        return _run_in_order(self._children.values(), x, args)
 
     def hybridize(self, active=True, **kwargs):
         if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
@@ -64,30 +68,11 @@ class Sequential(Block):
         super().hybridize(active, **kwargs)
 
 
-class HybridSequential(HybridBlock):
+class HybridSequential(_Chain, HybridBlock):
     """Children (HybridBlocks) run one after another; hybridizable as a whole."""
-
-    def add(self, *blocks):
-        for block in blocks:
-            self.register_child(block)
 
     def hybrid_forward(self, F, x, *args):
         return _run_in_order(self._children.values(), x, args)
-
-    def __repr__(self):
-        return _sequential_repr(self)
-
-    def __getitem__(self, key):
-        layers = list(self._children.values())[key]
-        if isinstance(layers, list):
-            net = type(self)(prefix=self._prefix)
-            with net.name_scope():
-                net.add(*layers)
-            return net
-        return layers
-
-    def __len__(self):
-        return len(self._children)
 
 
 class Dense(HybridBlock):
