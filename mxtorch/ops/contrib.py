@@ -62,19 +62,29 @@ def _sample(data, y, x):
     return out
 
 
-def _modulated_deformable_conv(p, data, offset, mask, weight, bias=None):
-    require(data.dim() == 4, '%s: only 2-D (NCHW) data is supported, got shape %s', _OP,
+def deformable_geometry(op, p, data, offset):
+    """Checked (kernel, stride, dilate, pad, out_h, out_w, taps) of a deformable convolution
+    (DCNv1 and DCNv2 share them): NCHW data, channels divisible by the groups, offsets of
+    2 * taps per deformable group at every output position."""
+    require(data.dim() == 4, '%s: only 2-D (NCHW) data is supported, got shape %s', op,
             tuple(data.shape))
-    kernel, stride, dilate, pad = window_geometry(_OP, p, 4)
+    kernel, stride, dilate, pad = window_geometry(op, p, 4)
     batch, channels, height, width = data.shape
     dg, groups = p.num_deformable_group, p.num_group
     require(channels % dg == 0 and channels % groups == 0, '%s: the %d input channels must be a '
-            'multiple of num_deformable_group=%d and num_group=%d', _OP, channels, dg, groups)
+            'multiple of num_deformable_group=%d and num_group=%d', op, channels, dg, groups)
     out_h = _out_size(height, kernel[0], stride[0], dilate[0], pad[0])
     out_w = _out_size(width, kernel[1], stride[1], dilate[1], pad[1])
     taps = kernel[0] * kernel[1]
     require(tuple(offset.shape) == (batch, dg * 2 * taps, out_h, out_w), '%s: offset must have '
-            'shape %s, got %s', _OP, (batch, dg * 2 * taps, out_h, out_w), tuple(offset.shape))
+            'shape %s, got %s', op, (batch, dg * 2 * taps, out_h, out_w), tuple(offset.shape))
+    return kernel, stride, dilate, pad, out_h, out_w, taps
+
+
+def _modulated_deformable_conv(p, data, offset, mask, weight, bias=None):
+    kernel, stride, dilate, pad, out_h, out_w, taps = deformable_geometry(_OP, p, data, offset)
+    batch, channels, height, width = data.shape
+    dg, groups = p.num_deformable_group, p.num_group
     require(tuple(mask.shape) == (batch, dg * taps, out_h, out_w), '%s: mask must have shape '
             '%s, got %s', _OP, (batch, dg * taps, out_h, out_w), tuple(mask.shape))
     dev, dt = data.device, data.dtype

@@ -6,29 +6,18 @@ ModulatedDeformableConvolution differs there). Gradients are autograd's through 
 to data, offset, weight and bias."""
 import torch
 
-from .contrib import _mdc_shape, _out_size
-from .conv import window_geometry
+from .contrib import _mdc_shape, deformable_geometry
 from .params import Bool, Enum, Int, Shape
 from .registry import OpDef, register
 from .roi_align import bilinear_gather
-from .shapes import require
 
 _OP = 'DeformableConvolution'
 
 
 def _deformable_conv(p, data, offset, weight, bias=None):
-    require(data.dim() == 4, '%s: only 2-D (NCHW) data is supported, got shape %s', _OP,
-            tuple(data.shape))
-    kernel, stride, dilate, pad = window_geometry(_OP, p, 4)
+    kernel, stride, dilate, pad, out_h, out_w, taps = deformable_geometry(_OP, p, data, offset)
     batch, channels, height, width = data.shape
     dg, groups = p.num_deformable_group, p.num_group
-    require(channels % dg == 0 and channels % groups == 0, '%s: the %d input channels must be a '
-            'multiple of num_deformable_group=%d and num_group=%d', _OP, channels, dg, groups)
-    out_h = _out_size(height, kernel[0], stride[0], dilate[0], pad[0])
-    out_w = _out_size(width, kernel[1], stride[1], dilate[1], pad[1])
-    taps = kernel[0] * kernel[1]
-    require(tuple(offset.shape) == (batch, dg * 2 * taps, out_h, out_w), '%s: offset must have '
-            'shape %s, got %s', _OP, (batch, dg * 2 * taps, out_h, out_w), tuple(offset.shape))
     dev, dt = data.device, data.dtype
     ky, kx = torch.meshgrid(torch.arange(kernel[0], device=dev, dtype=dt) * dilate[0],
                             torch.arange(kernel[1], device=dev, dtype=dt) * dilate[1],
