@@ -145,28 +145,17 @@ def placeholder_outputs(op, p, tensors, device):
     """Zero tensors with the shapes and dtypes operator `op` infers for all its outputs on these
     inputs (what a deferred failure leaves behind), or None where inference cannot tell."""
     import torch
-    from .base import np_dtype, torch_dtype
+    from .base import torch_dtype
     from .ops.shapes import known
-    from .symbol.graph import Node
-    from .symbol.infer import infer_graph_shapes, infer_graph_types
-    names = op.input_names(p)
-    variables = [Node(None, name) for name in names[:len(tensors)]]
-    node = Node(op, op.name, {}, [(v, 0) for v in variables])
-    node._params, node._params_attrs = p, {}
-    order = variables + [node]
+    from .symbol.infer import infer_call
     try:
-        shapes = infer_graph_shapes(order, {id(v): tuple(t.shape)
-                                            for v, t in zip(variables, tensors)})
-        types = infer_graph_types(order, {id(v): np_dtype(t.dtype)
-                                          for v, t in zip(variables, tensors)})
+        shapes, types = infer_call(op, p, tensors)
     except Exception:        # noqa: BLE001  (no inference: the caller raises at once)
         return None
-    outputs = []
-    for k in range(op.num_outputs(p)):
-        shape, dtype = shapes.get((id(node), k)), types.get((id(node), k))
-        if not known(shape):
-            return None
-        outputs.append(torch.zeros(shape, dtype=torch_dtype(dtype or 'float32'), device=device))
+    if not all(known(shape) for shape in shapes):
+        return None
+    outputs = [torch.zeros(shape, dtype=torch_dtype(dtype or 'float32'), device=device)
+               for shape, dtype in zip(shapes, types)]
     return tuple(outputs)
 
 

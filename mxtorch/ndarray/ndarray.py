@@ -587,18 +587,11 @@ def _profiled(op_name):
 def _explain_failure(op, p, tensors):
     """Raise the MXNetError shape/dtype inference gives for these inputs (naming the input, the
     expected and the given shape), if it finds one; called when an operator's forward failed."""
-    from ..symbol.graph import Node
-    from ..symbol.infer import infer_graph_shapes, infer_graph_types
+    from ..symbol.infer import infer_call
     if not tensors:
         return
-    names = op.input_names(p)
-    variables = [Node(None, name) for name in names[:len(tensors)]]
-    node = Node(op, op.name, {}, [(v, 0) for v in variables])
-    node._params, node._params_attrs = p, {}
-    order = variables + [node]
     try:
-        infer_graph_shapes(order, {id(v): tuple(t.shape) for v, t in zip(variables, tensors)})
-        infer_graph_types(order, {id(v): np_dtype(t.dtype) for v, t in zip(variables, tensors)})
+        infer_call(op, p, tensors)
     except MXNetError:
         raise
     except Exception:        # noqa: BLE001  (no better explanation: the caller reports err)

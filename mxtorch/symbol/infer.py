@@ -148,6 +148,24 @@ def infer_graph_types(order, given):
     return table.values
 
 
+def infer_call(op, p, tensors):
+    """Shapes and dtypes operator `op` (parameters `p`) infers for its outputs on these input
+    tensors, as lists indexed by output: the one-node graph of an imperative call. MXNetError
+    where inference finds the inputs wrong."""
+    from .graph import Node
+    variables = [Node(None, name) for name in op.input_names(p)[:len(tensors)]]
+    node = Node(op, op.name, {}, [(v, 0) for v in variables])
+    node._params, node._params_attrs = p, {}
+    order = variables + [node]
+    shapes = infer_graph_shapes(order, {id(v): tuple(t.shape)
+                                        for v, t in zip(variables, tensors)})
+    types = infer_graph_types(order, {id(v): np_dtype(t.dtype)
+                                      for v, t in zip(variables, tensors)})
+    outputs = range(op.num_outputs(p))
+    return [shapes.get((id(node), k)) for k in outputs], [types.get((id(node), k))
+                                                         for k in outputs]
+
+
 def _shape_hint(node):
     text = node.attrs.get('__shape__')
     if not text:
