@@ -1,7 +1,7 @@
 """mx.optimizer: update rules against real MXNet 1.9.1 and independent numpy statements,
 bookkeeping (registry, lr/wd multipliers, counters), the Updater and `.states` pickles.
 
-Reference data: ../shared/golden/checkpoints (optim-*-expected.npz, *.states) and
+Reference data: tests/golden/checkpoints (optim-*-expected.npz, *.states) and
 tests/fixtures/optimizer/reference.{json,npz} written by make_reference.py under MXNet 1.9.1.
 """
 import io
