@@ -100,10 +100,16 @@ def _modulated_deformable_conv(p, data, offset, mask, weight, bias=None):
     x = (base_x + off[:, :, :, 1]).reshape(batch, dg, -1)
     samples = _sample(data.reshape(batch, dg, channels // dg, height, width), y, x)
     samples = samples * mask.reshape(batch, dg, 1, -1)
-    # (B, C, K, Ho*Wo) -> grouped (B, G, C/G*K, Ho*Wo) x weight (G, F/G, C/G*K)
-    cols = samples.reshape(batch, groups, channels // groups * taps, out_h * out_w)
-    w = weight.reshape(groups, p.num_filter // groups, -1)
-    out = torch.einsum('gfk,bgkp->bgfp', w, cols).reshape(batch, p.num_filter, out_h, out_w)
+    return columns_conv(samples, weight, bias, p.num_filter, groups, (out_h, out_w))
+
+
+def columns_conv(samples, weight, bias, num_filter, groups, out_hw):
+    """The convolution of sampled columns: samples (B, C, K, Ho*Wo) (C channels, K kernel taps)
+    grouped as (B, G, C/G*K, Ho*Wo) times weight (G, F/G, C/G*K), plus bias: (B, F, Ho, Wo)."""
+    batch = samples.shape[0]
+    cols = samples.reshape(batch, groups, -1, out_hw[0] * out_hw[1])
+    w = weight.reshape(groups, num_filter // groups, -1)
+    out = torch.einsum('gfk,bgkp->bgfp', w, cols).reshape(batch, num_filter, *out_hw)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
     return out

@@ -6,7 +6,7 @@ ModulatedDeformableConvolution differs there). Gradients are autograd's through 
 to data, offset, weight and bias."""
 import torch
 
-from .contrib import _mdc_shape, deformable_geometry
+from .contrib import _mdc_shape, columns_conv, deformable_geometry
 from .params import Bool, Enum, Int, Shape
 from .registry import OpDef, register
 from .roi_align import bilinear_gather
@@ -31,13 +31,7 @@ def _deformable_conv(p, data, offset, weight, bias=None):
     samples = torch.stack([torch.cat([
         bilinear_gather(data[b, g * per_group:(g + 1) * per_group], y[b, g], x[b, g],
                         inside_only=True) for g in range(dg)]) for b in range(batch)])
-    # (B, C, K, Ho, Wo) -> grouped (B, G, C/G*K, Ho*Wo) x weight (G, F/G, C/G*K)
-    cols = samples.reshape(batch, groups, channels // groups * taps, out_h * out_w)
-    w = weight.reshape(groups, p.num_filter // groups, -1)
-    out = torch.einsum('gfk,bgkp->bgfp', w, cols).reshape(batch, p.num_filter, out_h, out_w)
-    if bias is not None:
-        out = out + bias.reshape(1, -1, 1, 1)
-    return out
+    return columns_conv(samples, weight, bias, p.num_filter, groups, (out_h, out_w))
 
 
 def _deformable_conv_shape(p, ins, outs):
