@@ -1,4 +1,4 @@
-"""Rewrites of an inference plan (executor.Plan) into fewer, faster steps.
+"""Rewrites of an inference plan (plan.Plan) into fewer, faster steps.
 
 Inference never updates auxiliary states and needs no gradients, so a bound graph can be
 simplified the way MXNet's oneDNN subgraph backend simplifies it:
@@ -21,7 +21,7 @@ import os
 import torch
 import torch.nn.functional as F
 
-from .executor import Plan, Step
+from .plan import Plan, Step
 
 _CHANNEL_FIRST = (None, 'NCW', 'NCHW', 'NCDHW')
 _FRESH = ('Convolution', 'FullyConnected', 'BatchNorm', 'elemwise_add', 'broadcast_add')
