@@ -494,20 +494,66 @@ def invoke(op, inputs, out=None, ctx=None, train=None, **params):
 
 
 def invoke_parsed(op, p, inputs, out=None, ctx=None, train=None):
+    if out is None and _dense_suffices(op, p, inputs):
+        return invoke_dense(op, p, inputs, ctx=ctx, train=train)
     if op.infer_storage is not None or any(x.stype != 'default' for x in inputs):
         from .sparse import invoke_with_storage      # storage types decide the kernel
         return invoke_with_storage(op, p, inputs, out=out, ctx=ctx, train=train)
     return invoke_dense(op, p, inputs, out=out, ctx=ctx, train=train)
 
 
+# (op, params, number of inputs) -> whether dense inputs take the dense kernel to dense outputs
+# (for operators with storage rules), by id(params); entries hold their params alive
+_DENSE_SUFFICES = {}
+
+
+def _dense_suffices(op, p, inputs):
+    """Whether `op` on these inputs is the plain dense computation: every input dense and,
+    where the op has storage-type rules, those rules give dense outputs and its sparse kernel
+    (if any) declines dense inputs (`declines_dense`)."""
+    for x in inputs:
+        if x.__class__ is not NDArray and x.stype != 'default':
+            return False
+    if op.infer_storage is None:
+        return True
+    entry = _DENSE_SUFFICES.get(id(p))
+    if entry is None or entry[0] is not p or entry[1] is not op or entry[2] != len(inputs):
+        entry = (p, op, len(inputs), _dense_kernel_suffices(op, p, len(inputs)))
+        if len(_DENSE_SUFFICES) < 4096:
+            _DENSE_SUFFICES[id(p)] = entry
+    return entry[3]
+
+
+def _dense_kernel_suffices(op, p, n_inputs):
+    kernel = op.sparse_forward
+    if kernel is not None and not getattr(kernel, 'declines_dense', False):
+        return False
+    try:
+        out_stypes = op.infer_storage(p, ['default'] * n_inputs)
+    except Exception:        # noqa: BLE001  (the storage path raises it, at the call)
+        return False
+    return out_stypes is None or all(s == 'default' for s in out_stypes)
+
+
+_AUTOGRAD = []       # [mxtorch.autograd], bound at the first call (it imports this module)
+
+
+def _autograd():
+    if not _AUTOGRAD:
+        from .. import autograd
+        _AUTOGRAD.append(autograd)
+    return _AUTOGRAD[0]
+
+
 def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
     """Run op's (dense) forward on the inputs' tensors."""
+    autograd = _AUTOGRAD[0] if _AUTOGRAD else _autograd()
     tensors = [x._tensor for x in inputs]
     if ctx is None:
         ctx = inputs[0]._ctx if inputs else current_context()
     if train is None:
-        from .. import autograd
         train = autograd.is_training()
+    recording = autograd.is_recording()
     kwargs = {}
     if op.mode_dependent:
         kwargs['train'] = train
@@ -517,8 +563,7 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
     # an input (or, for a random operator, the device's generator) carries an error not raised
     failure = engine.failure_of(tensors, ctx.torch_device if op.random else None)
     try:
-        with torch.set_grad_enabled(_recording()), _profiled(op.name):
-            result = op.forward(p, *tensors, **kwargs)
+        result = _forward(op, p, tensors, kwargs, recording)
     except MXNetError:
         raise
     except (RuntimeError, ValueError, IndexError, TypeError) as err:
@@ -544,12 +589,10 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
     _check_legacy_shapes(op, tensors, visible)
     if failure is not None and out is None:
         engine.mark(failure, visible)
-    if _recording():
-        from .. import autograd
+    if recording:
         autograd._record_op(op, p, tensors, visible)
     if out is not None:
         outs = out if isinstance(out, (list, tuple)) else [out]
-        from .. import autograd
         for o, r in zip(outs, visible):
             recorded = autograd._prepare_write(o._tensor, r)
             if recorded and any(o._tensor is t for t in tensors):
@@ -559,10 +602,29 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
             if failure is not None:
                 engine.mark(failure, [o._tensor])
         return out
+    if len(visible) == 1:
+        wrapped = _wrap(visible[0], ctx)
+        return wrapped.as_np_ndarray() if inputs and inputs[0]._np_array else wrapped
     wrapped = [_wrap(r, ctx) for r in visible]
     if inputs and inputs[0]._np_array:         # mx.np arrays in, mx.np arrays out
         wrapped = [w.as_np_ndarray() for w in wrapped]
-    return wrapped[0] if len(wrapped) == 1 else wrapped
+    return wrapped
+
+
+def _forward(op, p, tensors, kwargs, recording):
+    """op's forward with torch's graph recording on exactly while autograd records, inside a
+    profiler range while the profiler runs."""
+    previous = torch.is_grad_enabled()
+    if previous != recording:
+        torch._C._set_grad_enabled(recording)
+    try:
+        if profiler.recording():
+            with _profiled(op.name):
+                return op.forward(p, *tensors, **kwargs)
+        return op.forward(p, *tensors, **kwargs)
+    finally:
+        if previous != recording:
+            torch._C._set_grad_enabled(previous)
 
 
 def _check_legacy_shapes(op, tensors, outputs):

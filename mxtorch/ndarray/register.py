@@ -10,15 +10,59 @@ def _is_array(x):
     return isinstance(x, NDArray)
 
 
+class _Slot:
+    """Stands for the array argument at `source` (a position or a keyword) while a call's
+    shape is worked out once for all the calls that share it."""
+    __slots__ = ('source',)
+
+    def __init__(self, source):
+        self.source = source
+
+
+def _is_slot(x):
+    return isinstance(x, _Slot)
+
+
+def _signature(args, kwargs):
+    """A call's shape: each array argument's class, each other argument's type and value.
+    Raises TypeError for unhashable values (lists), which are parsed at every call."""
+    return (tuple([a.__class__ if isinstance(a, NDArray) else (a.__class__, a) for a in args]),
+            tuple([(k, v.__class__ if isinstance(v, NDArray) else (v.__class__, v))
+                   for k, v in kwargs.items()]))
+
+
+def _plan(op, func_name, args, kwargs):
+    """(parsed params, where each input comes from: a position in args or a keyword)."""
+    args = [_Slot(i) if isinstance(a, NDArray) else a for i, a in enumerate(args)]
+    kwargs = {k: _Slot(k) if isinstance(v, NDArray) else v for k, v in kwargs.items()}
+    raw, arrays, array_kw = split_call(op, args, kwargs, _is_slot)
+    p = op.parse_params(raw)
+    slots, names = assign_inputs(op, p, arrays, array_kw, 'NDArrays')
+    missing = [n for n, s in zip(names, slots) if s is None]
+    if missing:
+        raise MXNetError('%s: missing input array(s) %s' % (func_name, ', '.join(missing)))
+    return p, tuple(s.source for s in slots)
+
+
 def make_function(op, func_name):
+    plans = {}      # call signature -> plan; a call parses its parameters once per signature
+
     def function(*args, out=None, name=None, ctx=None, **kwargs):
-        raw, arrays, array_kw = split_call(op, args, kwargs, _is_array)
-        p = op.parse_params(raw)
-        slots, names = assign_inputs(op, p, arrays, array_kw, 'NDArrays')
-        missing = [n for n, s in zip(names, slots) if s is None]
-        if missing:
-            raise MXNetError('%s: missing input array(s) %s' % (func_name, ', '.join(missing)))
-        return invoke_parsed(op, p, slots, out=out, ctx=ctx)
+        try:
+            key = _signature(args, kwargs)
+            plan = plans.get(key)
+        except TypeError:                   # unhashable parameter values: no plan kept
+            key = plan = None
+        if plan is None:
+            if op.variadic and len(args) == 1 and isinstance(args[0], (list, tuple)):
+                key = None                  # a list of the inputs (add_n([a, b]))
+                args = list(args[0]) if all(_is_array(a) for a in args[0]) else args
+            plan = _plan(op, func_name, args, kwargs)
+            if key is not None and len(plans) < 256:
+                plans[key] = plan
+        p, sources = plan
+        inputs = [args[s] if s.__class__ is int else kwargs[s] for s in sources]
+        return invoke_parsed(op, p, inputs, out=out, ctx=ctx)
     function.__name__ = func_name
     function.__qualname__ = func_name
     return describe(function, op, 'nd')

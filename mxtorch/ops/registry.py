@@ -77,6 +77,10 @@ class OpDef:
     # the output's shape depends on the input values (boolean_mask): a static plan cannot be
     # bound; hybridized Gluon runs such graphs operator by operator, as MXNet's CachedOp does
     dynamic_shape = False
+    # torch.compile may trace the forward (compiler.py); False where it runs Python the tracer
+    # must not enter (custom operators, control flow over sub-executors): a compiled plan calls
+    # such a step as it is, between compiled regions
+    traceable = True
 
     def __init__(self, name, forward, params=None, inputs=('data',), aux=(), outputs=('output',),
                  visible_outputs=None, variadic=None, mode_dependent=False, creation=False,
@@ -164,7 +168,7 @@ class OpDef:
 
     def num_visible_outputs(self, p):
         if self._visible is None:
-            return self.num_outputs(p)
+            return len(self._outputs(p))
         return self._visible(p) if callable(self._visible) else self._visible
 
     def visible_output_names(self, p):
@@ -195,8 +199,18 @@ class OpDef:
             def without_autograd(*inputs):
                 with torch.no_grad():
                     return forward(*inputs)
-            return without_autograd
-        return functools.partial(self.forward, p, **kwargs)
+            fn = without_autograd
+        else:
+            fn = functools.partial(self.forward, p, **kwargs)
+        if not self.traceable:
+            fn = _untraced(fn)
+        return fn
+
+
+def _untraced(fn):
+    """fn, called as it is from code torch.compile traces (a graph break around it)."""
+    import torch._dynamo
+    return torch._dynamo.disable(fn, recursive=True)
 
 
 def attach_gradient(value, x, grad):

@@ -174,6 +174,7 @@ def _structured(rows=None, mask=None):
         if out_stypes[0] == R:
             return [_structured_result(R, dense._tensor, dense.context, rows=stored)]
         return [_structured_result(C, dense._tensor, dense.context, mask=stored)]
+    kernel.declines_dense = True      # None for dense outputs: the dense kernel computes them
     return kernel
 
 
@@ -237,6 +238,7 @@ def _csr_dense_dot(other):
                                           data.to(w.device), a.shape, check_invariants=False)
         with torch.set_grad_enabled(_recording()):
             return [_wrap(torch.sparse.mm(csr, w), b.context)]
+    kernel.declines_dense = other.declines_dense
     return kernel
 
 
@@ -274,6 +276,10 @@ def _nothing_stored(op, p, inputs, out_stypes):
     return [zeros(x.stype, x.shape, ctx=x.context, dtype=x.dtype)]
 
 
+# kernels that return None for dense inputs and outputs (the dense kernel then computes them)
+_on_stored.declines_dense = _nothing_stored.declines_dense = True
+
+
 def _scatter_div_rule(p, st):
     return [R] if st[0] == R else [D]
 
@@ -288,6 +294,9 @@ def _scatter_div(op, p, inputs, out_stypes):
     with torch.no_grad():
         values = op.forward(p, data, rhs._tensor[rows])
     return [_new(R, lhs.shape, lhs.context, parts=(values, rows))]
+
+
+_scatter_div.declines_dense = True
 
 
 # ---------------------------------------------------------------------------------------------
