@@ -14,3 +14,4 @@ from . import control_flow  # noqa: F401  (_foreach, _while_loop, _cond over sub
 from . import image  # noqa: F401  (mx.nd.image and the OpenCV operators of mx.image)
 from . import quantization  # noqa: F401  (contrib quantize / dequantize)
 from . import sparse  # noqa: F401  (storage-type rules over the ops above)
+from . import graph  # noqa: F401  (DGL graph operators on csr graphs)
