@@ -1,4 +1,5 @@
-"""Graph passes run when a symbol is bound: common-subexpression elimination.
+"""Graph passes run when a symbol is bound: unrolled recurrent cells fused into RNN operators
+(rnn_fusion.py), then common-subexpression elimination.
 
 As MXNet (MXNET_ELIMINATE_COMMON_EXPR, on unless set to 0), two operator nodes with one
 operator, the same attributes and the same inputs compute the same values, so the later one is
@@ -9,6 +10,7 @@ merging leaves two outputs of the graph on one value, a copy keeps them apart.
 import os
 
 from ..ops.elemwise import COPY_OP
+from . import rnn_fusion
 from .graph import Node, topo_order
 
 
@@ -22,7 +24,23 @@ def _mergeable(node):
                 or len(node.inputs) > node.num_args())
 
 
+def bind_passes(symbol, shapes):
+    """The symbol the executor runs: the RNN fusion (bound shapes known, MXTORCH_FUSE_RNN not
+    0), then common-subexpression elimination; `symbol` itself if neither changed anything."""
+    if rnn_fusion.enabled():
+        symbol = rnn_fusion.fuse_rnn_cells(symbol, shapes)
+    return _merge_common(symbol, shapes)
+
+
 def eliminate_common_expr(symbol, shapes=None):
+    """The symbol with repeated subexpressions computed once (`symbol` itself if none); given
+    the bound `shapes`, unrolled recurrent cells run fused first (see bind_passes)."""
+    if shapes is not None:
+        return bind_passes(symbol, shapes)
+    return _merge_common(symbol, shapes)
+
+
+def _merge_common(symbol, shapes=None):
     """The symbol with repeated subexpressions computed once (`symbol` itself if none). Nodes
     whose inputs did not change are kept; `shapes` ({(id(node), k): shape}), if given, gets
     the entries of the new nodes too."""
