@@ -15,3 +15,4 @@ from . import image  # noqa: F401  (mx.nd.image and the OpenCV operators of mx.i
 from . import quantization  # noqa: F401  (contrib quantize / dequantize)
 from . import sparse  # noqa: F401  (storage-type rules over the ops above)
 from . import graph  # noqa: F401  (DGL graph operators on csr graphs)
+from . import hawkes  # noqa: F401  (contrib hawkesll)
