@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ..base import np_dtype
+from . import optimizer_rules as rules
 from .params import Bool, Float, Int, Param
 from .registry import OpDef, get_op, register
 from .shapes import merge
@@ -49,19 +50,14 @@ def _common(lr=True, clip_key='clip_gradient', lazy=False):
     return params
 
 
-def _clip(x, bound):
-    return x.clamp(-bound, bound) if bound >= 0 else x
+def _bound(value):
+    """A clip parameter as the rules take it: None (no clipping) when negative."""
+    return None if value < 0 else float(value)
 
 
-def _rescaled(p, grad, clip_key='clip_gradient'):
-    """rescale_grad * grad, clipped to +-clip_gradient when that is >= 0."""
-    return _clip(grad * p.rescale_grad, p[clip_key])
-
-
-def _store(state, value):
-    """Write `value` into the mutated input `state` (outside autograd)."""
-    with torch.no_grad():
-        state.copy_(value)
+def _as_out(tensor, like):
+    """A new tensor holding `tensor` in `like`'s dtype (never `tensor` itself)."""
+    return tensor.to(like.dtype, copy=True)
 
 
 def _no_grad(forward):
@@ -99,65 +95,51 @@ def _single(name, forward, args, aux=(), params=None, fp32=(), shape=_all_same_s
 
 
 # ---- SGD family ------------------------------------------------------------------------------
-def _sgd_step(weight, grad, lr, wd, p):
-    if p.clip_gradient >= 0:
-        return (1 - lr * wd) * weight - lr * _clip(p.rescale_grad * grad, p.clip_gradient)
-    return (1 - lr * wd) * weight - (lr * p.rescale_grad) * grad
-
-
-def _sgd_mom_step(weight, grad, mom, lr, wd, momentum, p):
-    new_mom = momentum * mom - (lr * wd) * weight - lr * _rescaled(p, grad)
-    _store(mom, new_mom)
-    return weight + new_mom
+# Each forward runs its rule (optimizer_rules) in place on a copy of the weight (the weight
+# itself only changes through out=weight), or on the float32 master weight32 (an auxiliary state,
+# updated in place as in MXNet), and on the state tensors (updated in place).
+def _sgd_like(rule, weight, grad, moms, p, master=None, **hyper):
+    target = master if master is not None else weight.clone()
+    g = grad.float() if master is not None else grad
+    rule([target], [g], moms, lrs=[p.lr], wds=[p.wd], rescale=p.rescale_grad,
+         clip=_bound(p.clip_gradient), **hyper)
+    return _as_out(target, weight) if master is not None else target
 
 
 def _sgd_update(p, weight, grad):
     """w = (1 - lr*wd) * w - lr * clip(rescale_grad * grad)."""
-    return _sgd_step(weight, grad, p.lr, p.wd, p)
+    return _sgd_like(rules.sgd, weight, grad, [None], p)
 
 
 def _sgd_mom_update(p, weight, grad, mom):
     """mom = momentum*mom - lr*wd*w - lr*clip(rescale_grad*grad); w = w + mom."""
-    return _sgd_mom_step(weight, grad, mom, p.lr, p.wd, p.momentum, p)
+    return _sgd_like(rules.sgd, weight, grad, [mom], p, momentum=p.momentum)
 
 
 def _mp_sgd_update(p, weight, grad, weight32):
     """sgd_update on the float32 master copy weight32 (updated in place); returns it cast to
     the weight's dtype."""
-    new = _sgd_step(weight32, grad.float(), p.lr, p.wd, p)
-    _store(weight32, new)
-    return new.to(weight.dtype)
+    return _sgd_like(rules.sgd, weight, grad, [None], p, master=weight32)
 
 
 def _mp_sgd_mom_update(p, weight, grad, mom, weight32):
-    new = _sgd_mom_step(weight32, grad.float(), mom, p.lr, p.wd, p.momentum, p)
-    _store(weight32, new)
-    return new.to(weight.dtype)
-
-
-def _nag_step(weight, grad, mom, p):
-    g = _rescaled(p, grad) + p.wd * weight
-    new_mom = p.momentum * mom - p.lr * g
-    _store(mom, new_mom)
-    return weight + p.momentum * new_mom - p.lr * g
+    return _sgd_like(rules.sgd, weight, grad, [mom], p, master=weight32, momentum=p.momentum)
 
 
 def _nag_mom_update(p, weight, grad, mom):
     """Nesterov momentum: g = clip(rescale_grad*grad) + wd*w; mom = momentum*mom - lr*g;
     w = w + momentum*mom - lr*g. (With out=weight and wd > 0, MXNet's kernel computes mom's
-    weight-decay term from the already written new weight; here mom always uses the old one.)"""
-    return _nag_step(weight, grad, mom, p)
+    weight-decay term from the already written new weight, as mx.optimizer.NAG gets it; this
+    operator writes a separate output, so mom uses the old one.)"""
+    return _sgd_like(rules.nag, weight, grad, [mom], p, momentum=p.momentum,
+                     decay_new_weight=False)
 
 
 def _mp_nag_mom_update(p, weight, grad, mom, weight32):
     """nag_mom_update on the float32 master copy weight32. As MXNet 1.9.1's kernel does, the
     weight-decay term of the new mom uses the already updated weight32."""
-    g = _rescaled(p, grad.float())
-    new = weight32 + p.momentum * p.momentum * mom \
-        - (1 + p.momentum) * p.lr * (g + p.wd * weight32)
-    _store(weight32, new)
-    _store(mom, p.momentum * mom - p.lr * (g + p.wd * new))
-    return new.to(weight.dtype)
+    return _sgd_like(rules.nag, weight, grad, [mom], p, master=weight32, momentum=p.momentum,
+                     decay_new_weight=True)
 
 
 _MOM = {'momentum': Float(0.0)}
@@ -179,71 +161,48 @@ def _adam_update(p, weight, grad, mean, var):
     """g = clip(rescale_grad*grad + wd*w); mean, var: moving averages of g and g^2 (in place);
     w = w - lr * mean / (sqrt(var) + epsilon). No bias correction (the optimizer folds it into
     lr)."""
-    g = _clip(grad * p.rescale_grad + p.wd * weight, p.clip_gradient)
-    new_mean = p.beta1 * mean + (1 - p.beta1) * g
-    new_var = p.beta2 * var + (1 - p.beta2) * g * g
-    _store(mean, new_mean)
-    _store(var, new_var)
-    return weight - p.lr * new_mean / (new_var.sqrt() + p.epsilon)
+    return _sgd_like(rules.adam, weight, grad, [mean], p, variances=[var], beta1=p.beta1,
+                     beta2=p.beta2, epsilon=p.epsilon)
 
 
 def _rmsprop_update(p, weight, grad, n):
     """Tieleman & Hinton's RMSProp: n = (1-gamma1)*g^2 + gamma1*n;
     w = w - lr * g / sqrt(n + epsilon), clipped to +-clip_weights when that is >= 0."""
-    g = _clip(grad * p.rescale_grad + p.wd * weight, p.clip_gradient)
-    new_n = (1 - p.gamma1) * g * g + p.gamma1 * n
-    _store(n, new_n)
-    return _clip(weight - p.lr * g / (new_n + p.epsilon).sqrt(), p.clip_weights)
+    return _sgd_like(rules.rmsprop, weight, grad, [n], p, gamma1=p.gamma1, epsilon=p.epsilon,
+                     clip_weights=_bound(p.clip_weights))
 
 
 def _rmspropalex_update(p, weight, grad, n, g_avg, delta):
     """Graves' RMSProp (centred, with momentum gamma2)."""
-    g = _clip(grad * p.rescale_grad + p.wd * weight, p.clip_gradient)
-    new_n = (1 - p.gamma1) * g * g + p.gamma1 * n
-    new_g = (1 - p.gamma1) * g + p.gamma1 * g_avg
-    new_delta = p.gamma2 * delta - p.lr * g / (new_n - new_g * new_g + p.epsilon).sqrt()
-    _store(n, new_n)
-    _store(g_avg, new_g)
-    _store(delta, new_delta)
-    return _clip(weight + new_delta, p.clip_weights)
+    return _sgd_like(rules.rmsprop_centered, weight, grad, [n], p, g_avgs=[g_avg],
+                     deltas=[delta], gamma1=p.gamma1, gamma2=p.gamma2, epsilon=p.epsilon,
+                     clip_weights=_bound(p.clip_weights))
 
 
 def _ftrl_update(p, weight, grad, z, n):
     """FTRL-proximal: z += g - (sqrt(n + g^2) - sqrt(n)) * w / lr; n += g^2;
     w = (sign(z)*lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, else 0."""
-    g = _rescaled(p, grad)
-    new_z = z + g - ((n + g * g).sqrt() - n.sqrt()) * weight / p.lr
-    new_n = n + g * g
-    _store(z, new_z)
-    _store(n, new_n)
-    out = (new_z.sign() * p.lamda1 - new_z) / ((p.beta + new_n.sqrt()) / p.lr + p.wd)
-    return out * (new_z.abs() > p.lamda1).to(out.dtype)
+    return _sgd_like(rules.ftrl, weight, grad, [z], p, ns=[n], lamda1=p.lamda1, beta=p.beta)
 
 
 def _ftml_update(p, weight, grad, d, v, z):
     """FTML (Zheng & Kwok 2017) at step t."""
-    g = _clip(grad * p.rescale_grad + p.wd * weight, p.clip_grad)
-    new_v = p.beta2 * v + (1 - p.beta2) * g * g
-    d_t = (1 - p.beta1 ** p.t) / p.lr * ((new_v / (1 - p.beta2 ** p.t)).sqrt() + p.epsilon)
-    new_z = p.beta1 * z + (1 - p.beta1) * g - (d_t - p.beta1 * d) * weight
-    _store(v, new_v)
-    _store(d, d_t)
-    _store(z, new_z)
-    return -new_z / d_t
+    new = weight.clone()
+    rules.ftml([new], [grad], [d], [v], [z], [p.lr], [p.wd], [p.t], p.beta1, p.beta2,
+               p.epsilon, p.rescale_grad, _bound(p.clip_grad))
+    return new
 
 
 def _signsgd_update(p, weight, grad):
     """w = (1 - lr*wd) * w - lr * sign(grad)."""
-    return (1 - p.lr * p.wd) * weight - p.lr * grad.sign()
+    return _sgd_like(rules.signum, weight, grad, [None], p)
 
 
 def _signum_update(p, weight, grad, mom):
     """mom = momentum*mom - (1-momentum)*(wd*w + clip(rescale_grad*grad));
     w = (1 - lr*wd_lh) * w + lr * sign(mom)."""
-    new_mom = p.momentum * mom - (1 - p.momentum) * p.wd * weight \
-        - (1 - p.momentum) * _rescaled(p, grad)
-    _store(mom, new_mom)
-    return (1 - p.lr * p.wd_lh) * weight + p.lr * new_mom.sign()
+    return _sgd_like(rules.signum, weight, grad, [mom], p, momentum=p.momentum,
+                     wd_lh=p.wd_lh)
 
 
 _single('adam_update', _adam_update, ('weight', 'grad'), ('mean', 'var'),
@@ -268,29 +227,18 @@ _single('signum_update', _signum_update, ('weight', 'grad'), ('mom',),
 # ---- LAMB ------------------------------------------------------------------------------------
 def _lamb_update_phase1(p, weight, grad, mean, var):
     """The LAMB direction: Adam's step (bias-corrected when bias_correction) plus wd * w."""
-    g = _rescaled(p, grad)
-    new_mean = p.beta1 * mean + (1 - p.beta1) * g
-    new_var = p.beta2 * var + (1 - p.beta2) * g * g
-    _store(mean, new_mean)
-    _store(var, new_var)
-    if p.bias_correction:
-        m_hat = new_mean / (1 - p.beta1 ** p.t)
-        v_hat = new_var / (1 - p.beta2 ** p.t)
-        return m_hat / (v_hat.sqrt() + p.epsilon) + p.wd * weight
-    return new_mean / (new_var.sqrt() + p.epsilon) + p.wd * weight
+    return rules.lamb_phase1([weight], [grad], [mean], [var], [p.wd], [p.t], p.beta1, p.beta2,
+                             p.epsilon, p.bias_correction, p.rescale_grad,
+                             _bound(p.clip_gradient))[0]
 
 
 def _lamb_update_phase2(p, weight, g, r1, r2):
     """w = w - lr * (r1 / r2) * g, with r1 (the weight's norm) clamped to
     [lower_bound, upper_bound] where those are >= 0, and a ratio of 1 where r1 or r2 is 0."""
-    r1 = r1.reshape(())
-    r2 = r2.reshape(())
-    if p.lower_bound >= 0:
-        r1 = r1.clamp(min=p.lower_bound)
-    if p.upper_bound >= 0:
-        r1 = r1.clamp(max=p.upper_bound)
-    ratio = torch.where((r1 == 0) | (r2 == 0), torch.ones_like(r1), r1 / r2)
-    return weight - p.lr * ratio * g
+    new = weight.clone()
+    rules.lamb_phase2([new], [g], [r1], [r2], [p.lr], _bound(p.lower_bound),
+                      _bound(p.upper_bound))
+    return new
 
 
 def _lamb2_shape(p, ins, outs):
@@ -350,9 +298,8 @@ register(OpDef('mp_lamb_update_phase2', _no_grad(_mp_lamb_update_phase2),
 def _multi_lars(p, lrs, weights_sum_sq, grads_sum_sq, wds):
     """Per-layer LARS learning rates: lr * eta * |w| / (rescale_grad * |g| + wd * |w| + eps)
     where both norms are positive, else lr unchanged."""
-    w_norm, g_norm = weights_sum_sq.sqrt(), grads_sum_sq.sqrt()
-    scaled = lrs * p.eta * w_norm / (g_norm * p.rescale_grad + wds * w_norm + p.eps)
-    return torch.where((weights_sum_sq > 0) & (grads_sum_sq > 0), scaled, lrs)
+    return rules.lars_rates(lrs, weights_sum_sq.sqrt(), grads_sum_sq.sqrt(), wds, p.eta, p.eps,
+                            p.rescale_grad)
 
 
 register(OpDef('multi_lars', _no_grad(_multi_lars),
@@ -382,27 +329,26 @@ def _multi_outputs(p):
 
 def _multi_forward(kinds, preloaded=False):
     def forward(p, *inputs):
-        k = len(kinds)
+        k, n = len(kinds), p.num_weights
         if preloaded:          # lrs and wds are the last two inputs (arrays of num_weights)
-            lrs, wds = inputs[-2], inputs[-1]
+            lrs, wds = inputs[-2].tolist(), inputs[-1].tolist()
         else:
             lrs, wds = p.lrs, p.wds
-        if len(lrs) < p.num_weights or len(wds) < p.num_weights:
-            raise ValueError('lrs and wds need num_weights=%d entries' % p.num_weights)
-        outs = []
-        for i in range(p.num_weights):
-            group = dict(zip(kinds, inputs[i * k:(i + 1) * k]))
-            weight, grad = group['weight'], group['grad']
-            master = group.get('weight32', weight)
-            if 'weight32' in group:
-                grad = grad.float()
-            if 'mom' in group:
-                new = _sgd_mom_step(master, grad, group['mom'], lrs[i], wds[i], p.momentum, p)
-            else:
-                new = _sgd_step(master, grad, lrs[i], wds[i], p)
-            if 'weight32' in group:
-                _store(master, new)
-            outs.append(new.to(weight.dtype))
+        if len(lrs) < n or len(wds) < n:
+            raise ValueError('lrs and wds need num_weights=%d entries' % n)
+        groups = [dict(zip(kinds, inputs[i * k:(i + 1) * k])) for i in range(n)]
+        weights = [gr['weight'] for gr in groups]
+        if 'weight32' in kinds:
+            targets = [gr['weight32'] for gr in groups]
+            grads = [gr['grad'].float() for gr in groups]
+        else:
+            targets = [w.clone() for w in weights]
+            grads = [gr['grad'] for gr in groups]
+        moms = [gr.get('mom') for gr in groups]
+        rules.sgd(targets, grads, moms, list(lrs[:n]), list(wds[:n]),
+                  p.momentum if 'mom' in kinds else 0.0, p.rescale_grad,
+                  _bound(p.clip_gradient))
+        outs = [_as_out(t, w) if 'weight32' in kinds else t for t, w in zip(targets, weights)]
         return tuple(outs) if len(outs) > 1 else outs[0]
     forward.__doc__ = 'sgd_update / sgd_mom_update over num_weights (%s) groups of inputs, ' \
         'with per-weight lrs and wds (%s).' % (', '.join(kinds), 'the last two inputs'

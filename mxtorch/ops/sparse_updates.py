@@ -9,7 +9,8 @@ standard update). A row_sparse weight must store every row (MXNet's requirement)
 import torch
 
 from ..base import MXNetError
-from .optimizer_ops import _common, _single, _rescaled, _store
+from . import optimizer_rules as rules
+from .optimizer_ops import _bound, _common, _single
 from .params import Float
 from .registry import get_op
 
@@ -84,10 +85,10 @@ def _adagrad(p, weight, grad, history):
     """history += clip(rescale_grad * grad)^2; w -= lr * g / sqrt(history + epsilon)."""
     if p.wd != 0:
         raise MXNetError('_sparse_adagrad_update: non-zero wd (%g) is not supported' % p.wd)
-    g = _rescaled(p, grad)
-    new_h = history + g * g
-    _store(history, new_h)
-    return weight - p.lr * g / (new_h + p.epsilon).sqrt()
+    new = weight.clone()
+    rules.adagrad([new], [grad], [history], [p.lr], [0.0], p.epsilon, p.rescale_grad,
+                  _bound(p.clip_gradient))
+    return new
 
 
 _single('_sparse_adagrad_update', _adagrad, ('weight', 'grad'), ('history',),

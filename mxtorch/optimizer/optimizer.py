@@ -5,9 +5,20 @@
   same handles.
 * Hyper-parameters, counters and multipliers carry MXNet's attribute names, so an optimizer
   pickled by one library reads back in the other (`Updater.get_states(dump_optimizer=True)`).
-* The SGD family and Adam state their rule once over a list of weights (`_step`) with torch's
-  multi-tensor `_foreach_*` kernels; the Updater hands them up to `aggregate_num` same-dtype
-  weights per call. The result equals updating the weights one at a time.
+* The math of every built-in rule lives once in `mxtorch.ops.optimizer_rules` (pure torch
+  functions over lists of tensors, shared with the `*_update` operators). A class states only
+  its bookkeeping, in `_rule(indices, weights, grads, states, lrs, wds)`. The Updater hands a
+  class up to `aggregate_num` same-dtype weights per call; the result equals updating the
+  weights one at a time.
+* Hook for a fused training step: `opt._has_rule()` says whether the optimizer has such a
+  built-in rule (False for a custom Python optimizer that overrides update()). If so,
+  `opt._rule_call(indices, weights, grads, states)` counts one update of each index, works out
+  the per-parameter lr and wd (scheduler, multipliers) as `update` does, and runs the rule in
+  place on torch tensors: `weights` and `grads` lists of tensors, `states` one entry per index
+  shaped as `create_state` returns it (None, a tensor, or a tuple of tensors/None) but holding
+  the tensors behind the NDArrays. Under multi_precision pass the float32 master weights (the
+  first or, for SGD/NAG/LARS (`_master_last`), the last element of the state pair) with
+  float32 gradients and the inner state, then copy the masters into the float16 weights.
 """
 import math
 import os
@@ -18,6 +29,7 @@ import torch
 
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, from_torch, zeros
+from ..ops import optimizer_rules as rules
 from . import serialization
 
 __all__ = ['Optimizer', 'register', 'create', 'SGD', 'ccSGD', 'LBSGD', 'NAG', 'Signum', 'FTML',
@@ -52,6 +64,10 @@ def _map_state(fn, state):
     if isinstance(state, (tuple, list)):
         return type(state)(_map_state(fn, s) for s in state)
     return state
+
+
+def _tensor_of(array):
+    return array._tensor
 
 
 def _tensors(arrays):
@@ -230,7 +246,28 @@ class Optimizer:
             self._step([index], [weight], [grad], [state])
 
     def _step(self, indices, weights, grads, states):
-        """The rule over lists of weights; the built-in list rules override this."""
+        """The rule over lists of NDArrays: `_rule_call` on their tensors."""
+        self._rule_call(indices, _tensors(weights), _tensors(grads),
+                        [_map_state(_tensor_of, s) for s in states])
+
+    def _has_rule(self):
+        """Whether this optimizer updates by a built-in rule reachable through `_rule_call`:
+        False for one that overrides update() (a custom Python optimizer, LBSGD, Test)."""
+        cls = type(self)
+        return cls._rule is not Optimizer._rule and cls.update is Optimizer.update
+
+    def _rule_call(self, indices, weights, grads, states):
+        """Count one update of each index, work out their lrs and wds, and run the rule on
+        torch tensors (see the module docstring)."""
+        if not self._has_rule():
+            raise NotImplementedError('optimizer %s has no built-in rule: override '
+                                      'update(index, weight, grad, state)' % type(self).__name__)
+        self._update_count(indices)
+        self._rule(indices, weights, grads, states, self._get_lrs(indices),
+                   self._get_wds(indices))
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        """The built-in rule on tensors (optimizer_rules); the built-in classes override it."""
         raise NotImplementedError('optimizer %s defines no update rule: override '
                                   'update(index, weight, grad, state)' % type(self).__name__)
 
@@ -319,21 +356,6 @@ class Optimizer:
         clip = self.clip_gradient
         return float(clip) if clip and clip > 0 else None
 
-    def _grads(self, grads, weights=None, wds=None):
-        """New tensors clip(rescale_grad * g), or clip(rescale_grad * g + wd * w) with weights."""
-        out = list(torch._foreach_mul(grads, float(self.rescale_grad)))
-        if weights is not None:
-            _add_decay(out, weights, wds)
-        bound = self._clip_bound()
-        if bound is not None:
-            torch._foreach_clamp_min_(out, -bound)
-            torch._foreach_clamp_max_(out, bound)
-        return out
-
-    def _grad(self, grad, weight=None, wd=0.0):
-        """Single-tensor `_grads`."""
-        return self._grads([grad], None if weight is None else [weight], [wd])[0]
-
     # ---- pickling ------------------------------------------------------------------------------
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -347,55 +369,6 @@ class Optimizer:
 
 register = Optimizer.register
 create = Optimizer.create_optimizer
-
-
-def _add_decay(tensors, weights, wds):
-    """tensors += wd * weight, in place."""
-    if any(wds):
-        torch._foreach_add_(tensors, torch._foreach_mul(weights, [float(wd) for wd in wds]))
-
-
-def _momentum_step(weights, steps, moms, momentum):
-    """weights += steps; where a momentum buffer exists: m = momentum * m + step, weights += m."""
-    buffered = [i for i, m in enumerate(moms) if m is not None]
-    if buffered:
-        bufs = [moms[i]._tensor for i in buffered]
-        torch._foreach_mul_(bufs, float(momentum))
-        torch._foreach_add_(bufs, [steps[i] for i in buffered])
-        for i, buf in zip(buffered, bufs):
-            steps[i] = buf
-    torch._foreach_add_(weights, steps)
-
-
-def _sgd_rule(weights, grads, states, lrs, wds, rescale, bound, momentum):
-    """SGD in place, a few multi-tensor calls per (lr, wd) group, no temporaries unless
-    clipping: m = momentum*m - lr*rescale*g - lr*wd*w; w += m (or, without momentum,
-    w = (1 - lr*wd)*w - lr*rescale*g)."""
-    groups = {}
-    for i, key in enumerate(zip(lrs, wds)):
-        groups.setdefault(key, []).append(i)
-    with torch.no_grad():
-        for (lr, wd), members in groups.items():
-            lr, wd = float(lr), float(wd)
-            w = [weights[i]._tensor for i in members]
-            g = [grads[i]._tensor for i in members]
-            g_scale = -lr * rescale
-            if bound is not None:                 # the weight decay comes after the clip
-                g = torch._foreach_mul(g, rescale)
-                torch._foreach_clamp_min_(g, -bound)
-                torch._foreach_clamp_max_(g, bound)
-                g_scale = -lr
-            if states[members[0]] is None:
-                if wd:
-                    torch._foreach_mul_(w, 1.0 - lr * wd)
-                torch._foreach_add_(w, g, alpha=g_scale)
-                continue
-            m = [states[i]._tensor for i in members]
-            torch._foreach_mul_(m, momentum)
-            torch._foreach_add_(m, g, alpha=g_scale)
-            if wd:
-                torch._foreach_add_(m, w, alpha=-lr * wd)
-            torch._foreach_add_(w, m)
 
 
 @register
@@ -423,10 +396,10 @@ class SGD(Optimizer):
     def _lazy_rows(self, index, weight, grad):
         return self.lazy_update
 
-    def _step(self, indices, weights, grads, states):
-        self._update_count(indices)
-        _sgd_rule(weights, grads, states, self._get_lrs(indices), self._get_wds(indices),
-                  float(self.rescale_grad), self._clip_bound(), float(self.momentum))
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        rules.sgd(weights, grads, states, lrs, wds, float(self.momentum),
+                  float(self.rescale_grad), self._clip_bound())
 
 
 @register
@@ -534,12 +507,14 @@ class LBSGD(Optimizer):
             lr *= self._get_lars(weight, grad, wd)
         else:
             lr *= self._get_lbmult(cgrad['num_cums'])
-        rule = (float(self.rescale_grad), self._clip_bound(), float(self.momentum))
+        rule = (float(self.momentum), float(self.rescale_grad), self._clip_bound())
         if not isinstance(state, (list, tuple)):
-            _sgd_rule([weight], [grad], [state], [lr], [wd], *rule)
+            rules.sgd([weight._tensor], [grad._tensor], [_map_state(_tensor_of, state)], [lr],
+                      [wd], *rule)
         else:
             momentum, master = state            # an fp16 weight through its fp32 master copy
-            _sgd_rule([master], [grad.astype(np.float32)], [momentum], [lr], [wd], *rule)
+            rules.sgd([master._tensor], [grad.astype(np.float32)._tensor],
+                      [_map_state(_tensor_of, momentum)], [lr], [wd], *rule)
             with torch.no_grad():
                 weight._tensor.copy_(master._tensor)
         self._reset_cum_gradient(index)
@@ -567,33 +542,10 @@ class NAG(Optimizer):
             return None
         return _zeros_like(weight)
 
-    def _step(self, indices, weights, grads, states):
-        self._update_count(indices)
-        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
-        wds = [float(wd) for wd in wds]
-        neg_lrs = [-float(lr) for lr in lrs]
-        w = _tensors(weights)
-        with torch.no_grad():
-            g = self._grads(_tensors(grads))
-            steps = [x.clone() for x in g]
-            _add_decay(steps, w, wds)
-            torch._foreach_mul_(steps, neg_lrs)                     # -lr * (G + wd * w)
-            buffered = [i for i, s in enumerate(states) if s is not None]
-            if buffered:
-                moms = [states[i]._tensor for i in buffered]
-                bw = [w[i] for i in buffered]
-                torch._foreach_mul_(moms, float(self.momentum))
-                torch._foreach_sub_(bw, moms)
-                torch._foreach_add_(bw, torch._foreach_mul(
-                    torch._foreach_add(moms, [steps[i] for i in buffered]), self.momentum + 1))
-                # the momentum's weight decay sees the new weight
-                bg = [g[i] for i in buffered]
-                _add_decay(bg, bw, [wds[i] for i in buffered])
-                torch._foreach_mul_(bg, [neg_lrs[i] for i in buffered])
-                torch._foreach_add_(moms, bg)
-            plain = [i for i, s in enumerate(states) if s is None]
-            if plain:
-                torch._foreach_add_([w[i] for i in plain], [steps[i] for i in plain])
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        rules.nag(weights, grads, states, lrs, wds, float(self.momentum),
+                  float(self.rescale_grad), self._clip_bound(), decay_new_weight=True)
 
 
 @register
@@ -620,25 +572,15 @@ class Adam(Optimizer):
     def _lazy_rows(self, index, weight, grad):
         return self.lazy_update
 
-    def _step(self, indices, weights, grads, states):
-        self._update_count(indices)
-        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
         step_sizes = []
         for idx, lr in zip(indices, lrs):
             t = self._index_update_count[idx]
-            step_sizes.append(-lr * math.sqrt(1. - self.beta2 ** t) / (1. - self.beta1 ** t))
-        w = _tensors(weights)
-        means = [s[0]._tensor for s in states]
-        variances = [s[1]._tensor for s in states]
-        with torch.no_grad():
-            g = self._grads(_tensors(grads), w, wds)
-            torch._foreach_mul_(means, self.beta1)
-            torch._foreach_add_(means, g, alpha=1. - self.beta1)
-            torch._foreach_mul_(variances, self.beta2)
-            torch._foreach_addcmul_(variances, g, g, value=1. - self.beta2)
-            denom = torch._foreach_sqrt(variances)
-            torch._foreach_add_(denom, self.epsilon)
-            torch._foreach_addcdiv_(w, means, denom, step_sizes)
+            step_sizes.append(lr * math.sqrt(1. - self.beta2 ** t) / (1. - self.beta1 ** t))
+        rules.adam(weights, grads, [s[0] for s in states], [s[1] for s in states], step_sizes,
+                   wds, self.beta1, self.beta2, self.epsilon, float(self.rescale_grad),
+                   self._clip_bound())
 
 
 @register
@@ -662,16 +604,10 @@ class AdaGrad(Optimizer):
                              '(wd=%g for parameter %r), as in MXNet' % (self._get_wd(index), index))
         return True
 
-    def update(self, index, weight, grad, state):
-        if self._lazy_dispatch(index, weight, grad, state):
-            return
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        w, h = weight._tensor, state._tensor
-        with torch.no_grad():
-            g = self._grad(grad._tensor)
-            h.addcmul_(g, g)
-            w.sub_((g / torch.sqrt(h + self.float_stable_eps) + wd * w) * lr)
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        rules.adagrad(weights, grads, states, lrs, wds, self.float_stable_eps,
+                      float(self.rescale_grad), self._clip_bound())
 
 
 @register
@@ -699,25 +635,17 @@ class RMSProp(Optimizer):
         count = 3 if self.centered else 1
         return tuple(zeros(weight.shape, weight.context) for _ in range(count))
 
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        w = weight._tensor
-        g1 = self.gamma1
-        with torch.no_grad():
-            g = self._grad(grad._tensor, w, wd)
-            n = state[0]._tensor
-            n.mul_(g1).addcmul_(g, g, value=1. - g1)
-            if not self.centered:
-                w.addcdiv_(g, torch.sqrt(n + self.epsilon), value=-lr)
-            else:
-                mean, delta = state[1]._tensor, state[2]._tensor
-                mean.mul_(g1).add_(g, alpha=1. - g1)
-                delta.mul_(self.gamma2).addcdiv_(g, torch.sqrt(n - mean * mean + self.epsilon),
-                                                 value=-lr)
-                w.add_(delta)
-            if self.clip_weights:
-                w.clamp_(-self.clip_weights, self.clip_weights)
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        clip_weights = self.clip_weights if self.clip_weights and self.clip_weights > 0 else None
+        common = dict(rescale=float(self.rescale_grad), clip=self._clip_bound(),
+                      clip_weights=clip_weights)
+        if not self.centered:
+            rules.rmsprop(weights, grads, [s[0] for s in states], lrs, wds, self.gamma1,
+                          self.epsilon, **common)
+        else:
+            rules.rmsprop_centered(weights, grads, *([s[k] for s in states] for k in range(3)),
+                                   lrs, wds, self.gamma1, self.gamma2, self.epsilon, **common)
 
 
 @register
@@ -739,21 +667,11 @@ class AdaDelta(Optimizer):
     def create_state(self, index, weight):
         return (zeros(weight.shape, weight.context), zeros(weight.shape, weight.context))
 
-    def update(self, index, weight, grad, state):
-        wd = self._get_wd(index)
-        self._update_count(index)
-        w = weight._tensor
-        acc_g, acc_delta = state[0]._tensor, state[1]._tensor
-        rho = self.rho
-        with torch.no_grad():
-            g = grad._tensor.mul_(self.rescale_grad)
-            bound = self._clip_bound()
-            if bound is not None:
-                g = g.clamp(-bound, bound)
-            acc_g.mul_(rho).addcmul_(g, g, value=1. - rho)
-            delta = torch.sqrt(acc_delta + self.epsilon) / torch.sqrt(acc_g + self.epsilon) * g
-            acc_delta.mul_(rho).addcmul_(delta, delta, value=1. - rho)
-            w.sub_(delta + wd * w)
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        torch._foreach_mul_(grads, float(self.rescale_grad))     # in place, as MXNet
+        rules.adadelta(weights, grads, [s[0] for s in states], [s[1] for s in states], wds,
+                       self.rho, self.epsilon, 1.0, self._clip_bound())
 
 
 @register
@@ -773,17 +691,12 @@ class Adamax(Optimizer):
     def create_state(self, index, weight):
         return _zeros_like(weight), _zeros_like(weight)
 
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        t = self._index_update_count[index]
-        w = weight._tensor
-        m, u = state[0]._tensor, state[1]._tensor
-        with torch.no_grad():
-            g = self._grad(grad._tensor, w, wd)
-            m.mul_(self.beta1).add_(g, alpha=1. - self.beta1)
-            torch.maximum(u * self.beta2, g.abs(), out=u)
-            w.sub_(lr / (1. - self.beta1 ** t) * m / u)
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        lrs = [lr / (1. - self.beta1 ** self._index_update_count[idx])
+               for idx, lr in zip(indices, lrs)]
+        rules.adamax(weights, grads, [s[0] for s in states], [s[1] for s in states], lrs, wds,
+                     self.beta1, self.beta2, float(self.rescale_grad), self._clip_bound())
 
 
 @register
@@ -810,25 +723,18 @@ class Nadam(Optimizer):
     def create_state(self, index, weight):
         return _zeros_like(weight), _zeros_like(weight)
 
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        t = self._index_update_count[index]
-        mu_t = self.beta1 * (1. - 0.5 * 0.96 ** (t * self.schedule_decay))
-        mu_next = self.beta1 * (1. - 0.5 * 0.96 ** ((t + 1) * self.schedule_decay))
-        self.m_schedule = self.m_schedule * mu_t
-        m_schedule_next = self.m_schedule * mu_next
-        w = weight._tensor
-        m, v = state[0]._tensor, state[1]._tensor
-        with torch.no_grad():
-            g = self._grad(grad._tensor, w, wd)
-            m.mul_(self.beta1).add_(g, alpha=1. - self.beta1)
-            v.mul_(self.beta2).addcmul_(g, g, value=1. - self.beta2)
-            g_prime = g / (1. - self.m_schedule)
-            m_prime = m / (1. - m_schedule_next)
-            v_prime = v / (1. - self.beta2 ** t)
-            m_bar = (1. - mu_t) * g_prime + mu_next * m_prime
-            w.sub_(lr * m_bar / (torch.sqrt(v_prime) + self.epsilon))
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        ts, schedules = [], []
+        for idx in indices:                  # one running product for all parameters
+            t = self._index_update_count[idx]
+            self.m_schedule = self.m_schedule * (
+                self.beta1 * (1. - 0.5 * 0.96 ** (t * self.schedule_decay)))
+            ts.append(t)
+            schedules.append(self.m_schedule)
+        rules.nadam(weights, grads, [s[0] for s in states], [s[1] for s in states], lrs, wds,
+                    ts, schedules, self.beta1, self.beta2, self.epsilon, self.schedule_decay,
+                    float(self.rescale_grad), self._clip_bound())
 
 
 @register
@@ -851,19 +757,10 @@ class Ftrl(Optimizer):
         # MXNet's sparse FTRL kernel needs a row_sparse weight; a dense one falls back to dense
         return weight.stype == 'row_sparse'
 
-    def update(self, index, weight, grad, state):
-        if self._lazy_dispatch(index, weight, grad, state):
-            return
-        self._update_count(index)
-        wd, lr = self._get_wd(index), self._get_lr(index)
-        w = weight._tensor
-        z, n = state[0]._tensor, state[1]._tensor
-        with torch.no_grad():
-            g = self._grad(grad._tensor)
-            z.add_(g - (torch.sqrt(n + g * g) - torch.sqrt(n)) * w / lr)
-            n.addcmul_(g, g)
-            shrunk = (torch.sign(z) * self.lamda1 - z) / ((self.beta + torch.sqrt(n)) / lr + wd)
-            w.copy_(torch.where(z.abs() > self.lamda1, shrunk, torch.zeros_like(shrunk)))
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        rules.ftrl(weights, grads, [s[0] for s in states], [s[1] for s in states], lrs, wds,
+                   self.lamda1, self.beta, float(self.rescale_grad), self._clip_bound())
 
 
 @register
@@ -885,18 +782,10 @@ class Signum(Optimizer):
             return None
         return _zeros_like(weight)
 
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        w = weight._tensor
-        with torch.no_grad():
-            g = self._grad(grad._tensor)
-            if state is None:
-                w.mul_(1. - lr * wd).sub_(torch.sign(g), alpha=lr)
-                return
-            m = state._tensor
-            m.mul_(self.momentum).sub_(g.add_(w, alpha=wd), alpha=1. - self.momentum)
-            w.mul_(1. - lr * self.wd_lh).add_(torch.sign(m), alpha=lr)
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        rules.signum(weights, grads, states, lrs, wds, self.momentum, self.wd_lh,
+                     float(self.rescale_grad), self._clip_bound())
 
 
 @register
@@ -917,20 +806,12 @@ class FTML(Optimizer):
     def create_state(self, index, weight):
         return tuple(_zeros_like(weight) for _ in range(3))
 
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        t = self._index_update_count[index]
-        w = weight._tensor
-        d, v, z = (s._tensor for s in state)
-        b1, b2 = self.beta1, self.beta2
-        with torch.no_grad():
-            g = self._grad(grad._tensor, w, wd)
-            v.mul_(b2).addcmul_(g, g, value=1. - b2)
-            d_t = (1. - b1 ** t) / lr * (torch.sqrt(v / (1. - b2 ** t)) + self.epsilon)
-            z.mul_(b1).add_(g, alpha=1. - b1).sub_((d_t - b1 * d) * w)
-            d.copy_(d_t)
-            w.copy_(-z / d_t)
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        ts = [self._index_update_count[idx] for idx in indices]
+        rules.ftml(weights, grads, *([s[k] for s in states] for k in range(3)), lrs, wds, ts,
+                   self.beta1, self.beta2, self.epsilon, float(self.rescale_grad),
+                   self._clip_bound())
 
 
 @register
@@ -957,29 +838,15 @@ class LAMB(Optimizer):
     def create_state(self, index, weight):
         return _zeros_like(weight), _zeros_like(weight)
 
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        t = self._index_update_count[index]
-        w = weight._tensor
-        m, v = state[0]._tensor, state[1]._tensor
-        with torch.no_grad():
-            g = self._grad(grad._tensor)
-            m.mul_(self.beta1).add_(g, alpha=1. - self.beta1)
-            v.mul_(self.beta2).addcmul_(g, g, value=1. - self.beta2)
-            m_hat, v_hat = m, v
-            if self.bias_correction:
-                m_hat = m / (1. - self.beta1 ** t)
-                v_hat = v / (1. - self.beta2 ** t)
-            u = m_hat / (torch.sqrt(v_hat) + self.epsilon) + wd * w
-            r1 = torch.linalg.vector_norm(w)
-            if self.lower_bound is not None:
-                r1 = r1.clamp(min=self.lower_bound)
-            if self.upper_bound is not None:
-                r1 = r1.clamp(max=self.upper_bound)
-            r2 = torch.linalg.vector_norm(u)
-            ratio = torch.where((r1 > 0) & (r2 > 0), r1 / r2, torch.ones_like(r1))
-            w.sub_(u * (ratio * lr))
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        def bound(b):                # MXNet passes a bound only when it is truthy and >= 0
+            return float(b) if b and b > 0 else None
+        ts = [self._index_update_count[idx] for idx in indices]
+        rules.lamb(weights, grads, [s[0] for s in states], [s[1] for s in states], lrs, wds, ts,
+                   self.beta1, self.beta2, self.epsilon, self.bias_correction,
+                   bound(self.lower_bound), bound(self.upper_bound), float(self.rescale_grad),
+                   self._clip_bound())
 
 
 @register
@@ -1030,26 +897,14 @@ class LARS(Optimizer):
         name = self.idx2name.get(index, str(index))
         return not (name.endswith('gamma') or name.endswith('beta') or name.endswith('bias'))
 
-    def _step(self, indices, weights, grads, states):
-        self._update_count(indices)
-        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
         momentum = self.momentum
         if self.momentum_correction and self.last_lr:
             momentum = momentum * self.cur_lr / self.last_lr
-        w = _tensors(weights)
-        raw = _tensors(grads)
-        with torch.no_grad():
-            steps = self._grads(raw)
-            for i, (idx, lr, wd) in enumerate(zip(indices, lrs, wds)):
-                steps[i].add_(w[i], alpha=wd)
-                if self._scales_rate(idx):
-                    w_norm = torch.linalg.vector_norm(w[i])
-                    g_norm = torch.linalg.vector_norm(raw[i]) * self.rescale_grad
-                    trust = self.eta * w_norm / (g_norm + wd * w_norm + self.eps)
-                    lr = lr * torch.where((w_norm > 0) & (g_norm > 0), trust,
-                                          torch.ones_like(trust))
-                steps[i].mul_(-lr)
-            _momentum_step(w, steps, states, momentum)
+        rules.lars_sgd(weights, grads, states, lrs, wds,
+                       [self._scales_rate(idx) for idx in indices], momentum, self.eta,
+                       self.eps, float(self.rescale_grad), self._clip_bound())
 
 
 @register
@@ -1057,14 +912,9 @@ class SGLD(Optimizer):
     """Stochastic Gradient Langevin Dynamics: with G = clip(rescale_grad * grad),
     weight += -lr / 2 * (G + wd * weight) + N(0, sqrt(lr)) noise (torch's generator)."""
 
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        w = weight._tensor
-        with torch.no_grad():
-            g = self._grad(grad._tensor)
-            w.add_(g.add_(w, alpha=wd), alpha=-lr / 2)
-            w.add_(torch.randn_like(w), alpha=math.sqrt(lr))
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        rules.sgld(weights, grads, lrs, wds, float(self.rescale_grad), self._clip_bound())
 
 
 @register
@@ -1090,18 +940,10 @@ class DCASGD(Optimizer):
             mom = _zeros_like(weight)
         return (mom, weight.copy())
 
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        w = weight._tensor
-        mom, previous = state
-        with torch.no_grad():
-            g = self._grad(grad._tensor)
-            delta = (g + wd * w + self.lamda * g * g * (w - previous._tensor)) * -lr
-            if mom is not None:
-                delta = mom._tensor.mul_(self.momentum).add_(delta)
-            previous._tensor.copy_(w)
-            w.add_(delta)
+
+    def _rule(self, indices, weights, grads, states, lrs, wds):
+        rules.dcasgd(weights, grads, [s[0] for s in states], [s[1] for s in states], lrs, wds,
+                     self.momentum, self.lamda, float(self.rescale_grad), self._clip_bound())
 
 
 @register
