@@ -158,12 +158,13 @@ class PythonOp:
         return self.get_symbol(*args, **kwargs)
 
     def get_symbol(self, *args, **kwargs):
-        """A symbol applying this operator to the argument symbols."""
-        from . import symbol
+        """A symbol applying this operator to the argument symbols: MXNet's node of a NumpyOp
+        or NDArrayOp, naming this object, which runs it through a Custom operator."""
+        from .ops.internal import python_op_symbol
         if self._op_type is None:
             self._op_type = '_legacy_python_op_%d' % next(PythonOp._instances)
             register(self._op_type)(_legacy_prop(self))
-        return symbol.Custom(*args, op_type=self._op_type, **kwargs)
+        return python_op_symbol(self, isinstance(self, NumpyOp), args, kwargs)
 
     def forward(self, in_data, out_data):
         out_data[0][:] = in_data[0]
