@@ -228,22 +228,61 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # py
     heads, tensors, grads = _parse_heads(heads, head_grads)
     leaves = _variables()
     if leaves:
-        results = _run_grad(tensors, grads, [v._tensor for v in leaves], retain_graph, False,
-                            train_mode)
+        results = _leaf_grads(tensors, grads, [v._tensor for v in leaves], retain_graph,
+                              train_mode)
+        adopted = set()
         with torch.no_grad():
             for var, g in zip(leaves, results):
                 if g is None:
                     continue
                 if g.is_sparse:            # a sparse-grad embedding's rows
                     g = g.to_dense()
-                target = var._grad._tensor
+                target = var._grad
                 if var._grad_req == 'add':
-                    target.add_(g.to(target.dtype))
+                    target._tensor.add_(g.to(target._tensor.dtype))
+                elif id(g) not in adopted and _adoptable(g, target):
+                    target._tensor = g
+                    adopted.add(id(g))
                 else:
-                    target.copy_(g)
+                    target._tensor.copy_(g)
                 var._fresh_grad = True
     if not retain_graph:
         _release(heads)
+
+
+def _leaf_grads(tensors, grads, leaves, retain_graph, train):
+    """The gradients of `tensors` w.r.t. the leaf tensors `leaves` (None where unreachable),
+    by torch's accumulation into their `.grad`: each is a tensor of its own (torch keeps the
+    computed gradient when nothing else holds it, else a copy)."""
+    for t in leaves:
+        t.grad = None
+    try:
+        with _RecordingStateScope(False, train), torch.enable_grad():
+            torch.autograd.backward(tensors, grads, retain_graph=retain_graph, inputs=leaves)
+    except RuntimeError as err:
+        raise MXNetError('autograd: %s' % err) from None
+    finally:
+        results = [t.grad for t in leaves]
+        for t in leaves:
+            t.grad = None
+    return results
+
+
+_storage_use_count = getattr(torch._C, '_storage_Use_Count', None)
+
+
+def _adoptable(g, target):
+    """Whether the gradient tensor `g` can become `target`'s tensor ('write' without a copy):
+    a dense NDArray of g's shape, dtype and device, and g's memory shared with no other tensor
+    (a gradient passed through views may be the head gradient's memory)."""
+    if target.__class__ is not NDArray or _storage_use_count is None:
+        return False
+    t = target._tensor
+    if g.shape != t.shape or g.dtype != t.dtype or g.device != t.device or \
+            not g.is_contiguous() or t.requires_grad:
+        return False
+    storage = g.untyped_storage()
+    return _storage_use_count(storage._cdata) == 2      # g's and `storage`'s references
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,

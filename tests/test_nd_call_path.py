@@ -82,3 +82,42 @@ def test_recording_and_grad_mode():
     y.backward()
     np.testing.assert_allclose(x.grad.asnumpy(), [3, 0])
     assert torch.is_grad_enabled()
+
+
+def test_backward_gradients_never_share_memory():
+    """backward may hand a variable the computed gradient tensor itself instead of copying it,
+    but never one that other arrays (the head gradient, another variable's gradient) hold."""
+    x = mx.nd.array([1.0, 2.0, 3.0])
+    w = mx.nd.array([4.0, 5.0, 6.0])
+    x.attach_grad()
+    w.attach_grad()
+    handle = x.grad
+    head = mx.nd.array([[1.0, 2.0, 3.0]])
+    with mx.autograd.record():
+        y = x.reshape((1, 3))
+    y.backward(head)                      # the gradient is the head gradient, reshaped
+    head[:] = 0
+    np.testing.assert_allclose(x.grad.asnumpy(), [1, 2, 3])
+    assert handle is x.grad
+    with mx.autograd.record():
+        y = (x + w) * 2
+    y.backward()                          # x and w get the same gradient tensor from torch
+    x.grad[:] = 7
+    np.testing.assert_allclose(w.grad.asnumpy(), [2, 2, 2])
+    np.testing.assert_allclose(handle.asnumpy(), [7, 7, 7])
+
+
+def test_backward_add_accumulates_and_write_replaces():
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad(grad_req='add')
+    for _ in range(3):
+        with mx.autograd.record():
+            y = x * x
+        y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [6, 12])
+    x.attach_grad()
+    for _ in range(3):
+        with mx.autograd.record():
+            y = x * x
+        y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [2, 4])
