@@ -7,7 +7,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCHMARKS = ['executor', 'module', 'bucketing', 'resnet', 'dist', 'gluon', 'sparse']
+BENCHMARKS = ['executor', 'module', 'compile', 'bucketing', 'resnet', 'dist', 'gluon', 'sparse']
 
 
 def main(names):

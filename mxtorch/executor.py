@@ -22,6 +22,7 @@ from torch.autograd.variable import Variable
 from . import profiler
 from .base import MXNetError, np_dtype, torch_dtype
 from .capi import ArrayHandle
+from .compiler import Compiled
 from .context import Context
 from .ndarray.ndarray import NDArray, _wrap
 from .ndarray.alloc import zeros as lazy_zeros
@@ -89,8 +90,10 @@ class Executor:
                                       devices)
         self._shapes = shapes
         device = ctx.torch_device
-        self._forward_train, self._ns_train = self._plan.compile(True, device)
-        self._forward_infer, self._ns_infer = self._plan.compile(False, device)
+        forward_train, self._ns_train = self._plan.compile(True, device)
+        forward_infer, self._ns_infer = self._plan.compile(False, device)
+        self._forward_train = Compiled(forward_train, device, 'train')
+        self._forward_infer = Compiled(forward_infer, device, 'infer')
         self._fast_infer = None
         head_ctx = [placement.get(id(n), ctx) for n, _ in self._optimized._entries]
         self.outputs = out_arrays or [
@@ -171,7 +174,8 @@ class Executor:
         if self._fast_infer is None:
             from . import fusion
             plan = fusion.optimize_for_inference(self._plan) if fusion.enabled() else self._plan
-            self._fast_infer = plan.compile(False, self._ctx.torch_device)[0]
+            device = self._ctx.torch_device
+            self._fast_infer = Compiled(plan.compile(False, device)[0], device, 'inference')
         return self._fast_infer
 
     @staticmethod

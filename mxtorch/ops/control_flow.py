@@ -22,7 +22,7 @@ import torch
 
 from ..base import MXNetError
 from .params import Int, Shape
-from .registry import OpDef, register
+from .registry import OpDef, get_op, register
 from .shapes import require
 
 
@@ -262,6 +262,8 @@ register(OpDef('_cond', _cond, mode_dependent=True,
                        'then_input_locs': _LOCS, 'else_input_locs': _LOCS},
                inputs=lambda p: _count(p, 3), outputs=_outputs,
                infer_shape=_cond_infer('shape'), infer_type=_cond_infer('type')))
+for _op in (get_op('_foreach'), get_op('_while_loop'), get_op('_cond')):
+    _op.traceable = False       # they run sub-executors: compiled plans call them as they are
 
 
 # ---------------------------------------------------------------------------------------------

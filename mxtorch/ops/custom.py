@@ -186,4 +186,5 @@ _CUSTOM = OpDef('Custom', _custom_forward, params={'op_type': _Kwarg()},
                mode_dependent=True, infer_shape=_custom_shape, infer_type=_custom_type,
                head_grad=lambda p: 'required' if get_prop(p).need_top_grad_ else 'ones')
 _CUSTOM.params = _Schema(_CUSTOM.params)       # any other keyword goes to the prop
+_CUSTOM.traceable = False                      # the user's Python runs as written
 register(_CUSTOM)

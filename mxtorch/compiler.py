@@ -1,0 +1,141 @@
+"""Compiling a bound plan's generated function with torch.compile (inductor).
+
+A bound graph is static: its shapes, dtypes and operators are fixed at bind, so its generated
+function (plan.py) can be compiled once: the forward and, for training, its backward (which
+AOTAutograd compiles with it). The compile runs on copies of the inputs of the call that starts
+it, forward and backward, so a failure is caught there and the plan stays uncompiled (saying so
+once in the log). Compiled code is cached on disk (inductor's FX graph and autograd caches, under
+$MXTORCH_CACHE_DIR or ~/.cache/mxtorch/inductor): a second run with the same graph and shapes
+pays a few seconds of tracing instead of a full compile. Operators whose `traceable` trait is
+False (custom Python operators, control flow) run as they are between compiled regions.
+
+MXTORCH_COMPILE selects when (CPU plans; GPU plans stay uncompiled for now):
+    0 / off (default)  never
+    1 / on             at the first call of each bound function, before it runs (the run is
+                       deterministic: every call after bind uses the compiled code)
+    background         after AUTO_AFTER calls, in a background thread, while the plan keeps
+                       running uncompiled; it switches when ready (fastest start, but the step
+                       at which the numbers start to come from compiled code depends on timing)
+Compiled numbers are within float rounding of the uncompiled plan's (inductor fuses element-wise
+work and may reorder it); measured in benchmarks/RESULTS.md.
+"""
+import atexit
+import logging
+import os
+import threading
+import warnings
+
+import torch
+
+AUTO_AFTER = 50
+_LOG = logging.getLogger(__name__)
+_THREADS = []           # compiles under way (joined at exit: a compile is not interruptible)
+_WARNED = set()
+
+
+def mode():
+    """None (no compiling), 'now' or 'background', from MXTORCH_COMPILE."""
+    value = os.environ.get('MXTORCH_COMPILE', '0').strip().lower()
+    if value in ('1', 'on', 'true', 'yes'):
+        return 'now'
+    if value == 'background':
+        return 'background'
+    return None
+
+
+def _cache_dir():
+    default = os.path.join(os.path.expanduser('~'), '.cache', 'mxtorch', 'inductor')
+    return os.environ.get('MXTORCH_CACHE_DIR', default)
+
+
+class Compiled:
+    """A plan function that replaces itself by its compiled form once that is ready.
+
+    Called as the function is. The compiled code is used only in the grad mode it was compiled
+    for (a bound executor calls each of its functions in one mode)."""
+
+    def __init__(self, fn, device, name):
+        self.fn = fn
+        self.name = name
+        self.calls = 0
+        self.state = 'eager'        # 'eager' -> 'compiling' -> 'ready' | 'failed'
+        self._compiled = None
+        self._grad_mode = None
+        self._eligible = device.type == 'cpu'     # GPUs: not yet (CUDA graph capture is next)
+
+    def __call__(self, *inputs):
+        if self.state == 'ready' and torch.is_grad_enabled() == self._grad_mode:
+            return self._compiled(*inputs)
+        if self.state == 'eager' and self._eligible:
+            when = mode()
+            if when == 'now':
+                self._compile(_examples(inputs), torch.is_grad_enabled())
+                return self(*inputs)
+            if when == 'background':
+                self.calls += 1
+                if self.calls >= AUTO_AFTER:
+                    self._start(inputs)
+        return self.fn(*inputs)
+
+    def _start(self, inputs):
+        self.state = 'compiling'
+        thread = threading.Thread(target=self._compile,
+                                  args=(_examples(inputs), torch.is_grad_enabled()),
+                                  name='mxtorch-compile-%s' % self.name, daemon=True)
+        _THREADS.append(thread)
+        thread.start()
+
+    def _compile(self, examples, grad_mode):
+        try:
+            os.environ.setdefault('TORCHINDUCTOR_CACHE_DIR', _cache_dir())
+            # the plan's shape helpers are lru_cache'd pure functions: tracing through is right
+            warnings.filterwarnings('ignore', message='Dynamo detected a call to a '
+                                    '`functools.lru_cache`-wrapped function')
+            compiled = torch.compile(self.fn, dynamic=False)
+            with torch.set_grad_enabled(grad_mode):
+                result = compiled(*examples)
+                if grad_mode:                 # compile the backward too, as a training step will
+                    outs = [t for t in _tensors(result) if t.requires_grad]
+                    if outs:
+                        torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
+            self._compiled, self._grad_mode = compiled, grad_mode
+            self.state = 'ready'
+        except Exception as err:              # any failure: stay uncompiled, say so once
+            self.state = 'failed'
+            key = type(err).__name__
+            if key not in _WARNED:
+                _WARNED.add(key)
+                _LOG.warning('mxtorch: torch.compile of a bound graph failed (%s: %s); it runs '
+                             'uncompiled (set MXTORCH_COMPILE=0 to skip compiling)',
+                             key, str(err).splitlines()[0] if str(err) else '')
+        finally:
+            thread = threading.current_thread()
+            if thread in _THREADS:
+                _THREADS.remove(thread)
+
+
+def _examples(inputs):
+    """Copies of a call's inputs to compile on (a compile's own run changes nothing real)."""
+    return [x.detach().clone().requires_grad_(x.requires_grad)
+            if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _tensors(item)
+
+
+def wait():
+    """Block until the compiles under way have finished (or failed)."""
+    for thread in list(_THREADS):
+        thread.join()
+
+
+@atexit.register
+def _join_at_exit():
+    if _THREADS:
+        _LOG.info('mxtorch: waiting for %d background compile(s) to finish', len(_THREADS))
+        wait()

@@ -1,0 +1,142 @@
+"""MXTORCH_COMPILE: a bound graph's plan compiled with torch.compile computes what the uncompiled
+plan computes (outputs, gradients, BatchNorm statistics), falls back when compiling fails, and
+runs custom Python operators as they are."""
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+import mxtorch as mx
+from mxtorch import compiler
+
+
+def _net():
+    data = mx.sym.Variable('data')
+    x = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name='conv')
+    x = mx.sym.BatchNorm(x, name='bn')
+    x = mx.sym.Activation(x, act_type='tanh')
+    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type='max')
+    x = mx.sym.FullyConnected(x, num_hidden=5, name='fc')
+    return mx.sym.SoftmaxOutput(x, name='softmax')
+
+
+def _bind(sym, seed=0):
+    ex = sym.simple_bind(mx.cpu(), data=(6, 2, 8, 8), softmax_label=(6,))
+    rng = np.random.RandomState(seed)
+    for name, arr in ex.arg_dict.items():
+        if name == 'softmax_label':
+            arr[:] = rng.randint(0, 5, arr.shape)
+        else:
+            arr[:] = rng.uniform(-1, 1, arr.shape)
+    for arr in ex.aux_dict.values():
+        arr[:] = rng.uniform(0.5, 1, arr.shape)
+    return ex
+
+
+def _train(ex, steps=2):
+    for _ in range(steps):
+        ex.forward(is_train=True)
+        ex.backward()
+    return ({k: v.asnumpy() for k, v in ex.grad_dict.items() if v is not None},
+            {k: v.asnumpy() for k, v in ex.aux_dict.items()}, ex.outputs[0].asnumpy(),
+            ex.forward(is_train=False)[0].asnumpy())
+
+
+def test_compiled_plan_matches_uncompiled(monkeypatch):
+    monkeypatch.setenv('MXTORCH_COMPILE', '0')
+    expected = _train(_bind(_net()))
+    monkeypatch.setenv('MXTORCH_COMPILE', '1')
+    ex = _bind(_net())
+    got = _train(ex)
+    assert ex._forward_train.state == 'ready' and ex._inference().state == 'ready'
+    for want, have in zip(expected[:2], got[:2]):
+        assert want.keys() == have.keys()
+        for key in want:
+            np.testing.assert_allclose(have[key], want[key], rtol=1e-4, atol=1e-5, err_msg=key)
+    np.testing.assert_allclose(got[2], expected[2], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(got[3], expected[3], rtol=1e-4, atol=1e-6)
+
+
+def test_compile_failure_falls_back(monkeypatch, caplog):
+    def broken(*args, **kwargs):
+        raise RuntimeError('no compiler here')
+    monkeypatch.setattr(torch, 'compile', broken)
+    monkeypatch.setenv('MXTORCH_COMPILE', '0')
+    expected = _train(_bind(_net()))
+    monkeypatch.setenv('MXTORCH_COMPILE', '1')
+    compiler._WARNED.clear()
+    ex = _bind(_net())
+    with caplog.at_level(logging.WARNING, logger='mxtorch.compiler'):
+        got = _train(ex)
+    assert ex._forward_train.state == 'failed'
+    assert 'no compiler here' in caplog.text and 'MXTORCH_COMPILE=0' in caplog.text
+    for key in expected[0]:
+        np.testing.assert_array_equal(got[0][key], expected[0][key])
+
+
+def test_background_compile_switches_when_ready(monkeypatch):
+    calls = []
+    real = torch.compile
+
+    def counting(fn, **kwargs):           # the background thread compiles the bound function
+        calls.append(fn)
+        return real(fn, **kwargs)
+    monkeypatch.setattr(torch, 'compile', counting)
+    monkeypatch.setenv('MXTORCH_COMPILE', 'background')
+    monkeypatch.setattr(compiler, 'AUTO_AFTER', 3)
+    data = mx.sym.Variable('data')
+    sym = mx.sym.tanh(mx.sym.FullyConnected(data, num_hidden=3, name='fc'))
+    ex = sym.simple_bind(mx.cpu(), data=(2, 4), grad_req='null')
+    ex.arg_dict['data'][:] = np.arange(8).reshape(2, 4) / 8.0
+    ex.arg_dict['fc_weight'][:] = np.linspace(-1, 1, 12).reshape(3, 4)
+    ex.arg_dict['fc_bias'][:] = 0.5
+    want = np.tanh(ex.arg_dict['data'].asnumpy() @ ex.arg_dict['fc_weight'].asnumpy().T + 0.5)
+    for _ in range(2):
+        np.testing.assert_allclose(ex.forward()[0].asnumpy(), want, rtol=1e-6)
+    assert not calls                       # below the threshold: nothing compiles
+    np.testing.assert_allclose(ex.forward()[0].asnumpy(), want, rtol=1e-6)
+    compiler.wait()
+    assert len(calls) == 1 and ex._inference().state == 'ready'
+    np.testing.assert_allclose(ex.forward()[0].asnumpy(), want, rtol=1e-6)
+
+
+class _Square(mx.operator.CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], in_data[0] * in_data[0])
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        self.assign(in_grad[0], req[0], 2 * in_data[0] * out_grad[0])
+
+
+@mx.operator.register('compiler_test_square')
+class _SquareProp(mx.operator.CustomOpProp):
+    def list_arguments(self):
+        return ['data']
+
+    def infer_shape(self, in_shape):
+        return in_shape, in_shape, []
+
+    def create_operator(self, ctx, shapes, dtypes):
+        return _Square()
+
+
+def test_custom_operator_runs_between_compiled_regions(monkeypatch):
+    monkeypatch.setenv('MXTORCH_COMPILE', '1')
+    x = mx.sym.Variable('x')
+    sym = mx.sym.sum(mx.sym.Custom(mx.sym.sin(x), op_type='compiler_test_square'))
+    ex = sym.simple_bind(mx.cpu(), x=(3,))
+    values = np.array([0.1, 0.5, -1.2], dtype=np.float32)
+    ex.arg_dict['x'][:] = values
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.ones((1,)))
+    assert ex._forward_train.state == 'ready'
+    np.testing.assert_allclose(ex.outputs[0].asnumpy(), [np.sum(np.sin(values) ** 2)], rtol=1e-5)
+    np.testing.assert_allclose(ex.grad_dict['x'].asnumpy(),
+                               2 * np.sin(values) * np.cos(values), rtol=1e-5)
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_compiles():
+    yield
+    compiler.wait()
