@@ -647,9 +647,7 @@ class ImageIter(io.DataIter):
         if self._cache is not None:
             data, label, filled = self._cache
         else:
-            c, h, w = self.data_shape
-            data = nd.zeros((self.batch_size, c, h, w))
-            label = nd.empty(self.provide_label[0].shape)
+            data, label = self._new_batch()
             filled = self._batchify(data, label)
         pad = self.batch_size - filled
         if pad:
@@ -664,6 +662,11 @@ class ImageIter(io.DataIter):
             else:
                 self._cache = None
         return io.DataBatch([data], [label], pad=pad)
+
+    def _new_batch(self):
+        """The (data, label) arrays a batch is filled into."""
+        c, h, w = self.data_shape
+        return nd.zeros((self.batch_size, c, h, w)), nd.empty(self.provide_label[0].shape)
 
     def check_data_shape(self, data_shape):
         if len(data_shape) != 3:

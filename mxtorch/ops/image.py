@@ -399,8 +399,8 @@ def make_border(img, top, bot, left, right, border_type=0, value=0.0, values=())
     """cv2.copyMakeBorder of one HWC numpy image; `values` (one per channel) or `value`."""
     require(min(top, bot, left, right) >= 0, 'copyMakeBorder: border sizes must not be '
             'negative, got top=%s bot=%s left=%s right=%s', top, bot, left, right)
-    require(border_type in (0, 1, 2, 3, 4), 'copyMakeBorder: type=%s is not an OpenCV border '
-            'type (0-4)', border_type)
+    require(border_type & ~16 in (0, 1, 2, 3, 4), 'copyMakeBorder: type=%s is not an OpenCV '
+            'border type (0-4, optionally + 16 for BORDER_ISOLATED)', border_type)
     fill = [float(v) for v in values] if len(values) else [float(value)] * 4
     out = cv2().copyMakeBorder(img, int(top), int(bot), int(left), int(right),
                                int(border_type), value=fill)
