@@ -124,3 +124,10 @@ def cond(pred, then_func, else_func):
     if bool(pred.asnumpy().ravel()[0]):
         return then_func()
     return else_func()
+
+
+# MXNet's Python front ends of the contrib update operators (rescale_grad as a number or array,
+# lists of weights for the multi-tensor ones)
+from ..ops.optimizer_contrib import (adamw_update, mp_adamw_update,  # noqa: E402,F401
+                                     multi_adamw_update, multi_mp_adamw_update,
+                                     multi_lamb_update, multi_mp_lamb_update)

@@ -427,8 +427,9 @@ def _multi_all_finite(p, *arrays):
 
 
 def _multi_sum_sq(p, *arrays):
-    """The sum of squares of each array: float32, shape (num_arrays,)."""
-    return torch.stack([a.float().pow(2).sum() for a in arrays])
+    """The sum of squares of each array: float32, shape (num_arrays,); as MXNet's kernel, each
+    square is rounded to the array's dtype before the float32 sum."""
+    return torch.stack([(a * a).float().sum() for a in arrays])
 
 
 def _reset_arrays(p, *arrays):
@@ -464,3 +465,6 @@ register(OpDef('multi_sum_sq', _no_grad(_multi_sum_sq), params={'num_arrays': In
 register(OpDef('reset_arrays', _no_grad(_reset_arrays), params={'num_arrays': Int()},
                inputs=_array_names, outputs=(), infer_shape=lambda p, ins, outs: (ins, []),
                infer_type=lambda p, ins, outs: (ins, []), head_grad='zero'))
+
+
+from . import optimizer_contrib  # noqa: E402,F401  (AdamW, multi-tensor LAMB, group AdaGrad)

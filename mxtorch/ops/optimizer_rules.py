@@ -21,8 +21,8 @@ import math
 
 import torch
 
-__all__ = ['scaled_grads', 'sgd', 'nag', 'adam', 'adamw', 'adagrad', 'group_adagrad', 'rmsprop',
-           'rmsprop_centered', 'adadelta', 'adamax', 'nadam', 'ftrl', 'ftml', 'signum',
+__all__ = ['scaled_grads', 'scaled_grads_', 'sgd', 'nag', 'adam', 'adamw', 'adagrad',
+           'group_adagrad', 'rmsprop', 'rmsprop_centered', 'adadelta', 'adamax', 'nadam', 'ftrl', 'ftml', 'signum',
            'lamb_phase1', 'lamb_phase2', 'lamb', 'lars_rates', 'lars_sgd', 'sgld', 'dcasgd']
 
 
@@ -39,6 +39,12 @@ def scaled_grads(grads, rescale, clip, weights=None, wds=None):
     if weights is not None and any(wds):
         torch._foreach_add_(out, torch._foreach_mul(weights, [float(wd) for wd in wds]))
     return _clamp_(out, clip)
+
+
+def scaled_grads_(grads, rescale, clip):
+    """grads = clip(rescale * g), in place."""
+    torch._foreach_mul_(grads, rescale)
+    return _clamp_(grads, clip)
 
 
 def _groups(*keys):
@@ -135,15 +141,23 @@ def adam(weights, grads, means, variances, lrs, wds, beta1=0.9, beta2=0.999, eps
 
 @torch.no_grad()
 def adamw(weights, grads, means, variances, lrs, wds, etas, beta1=0.9, beta2=0.999,
-          epsilon=1e-8, rescale=1.0, clip=None):
+          epsilon=1e-8, rescale=1.0, clip=None, interpolate=False):
     """AdamW (decoupled weight decay): G = clip(rescale * g); m, v as in Adam;
     w -= eta * (lr * m / (sqrt(v) + epsilon) + wd * w). `rescale` may be a float or a 0-d
-    tensor (the operators take it as an array)."""
+    tensor. With interpolate, the moving averages are computed as m = beta1 * (m - G) + G
+    (and likewise v), the rounding of MXNet's multi-tensor kernel."""
     g = _clamp_(list(torch._foreach_mul(grads, rescale)), clip)
-    torch._foreach_mul_(means, beta1)
-    torch._foreach_add_(means, g, alpha=1. - beta1)
-    torch._foreach_mul_(variances, beta2)
-    torch._foreach_addcmul_(variances, g, g, value=1. - beta2)
+    if interpolate:
+        g2 = torch._foreach_mul(g, g)
+        for state, x, beta in ((means, g, beta1), (variances, g2, beta2)):
+            torch._foreach_sub_(state, x)
+            torch._foreach_mul_(state, beta)
+            torch._foreach_add_(state, x)
+    else:
+        torch._foreach_mul_(means, beta1)
+        torch._foreach_add_(means, g, alpha=1. - beta1)
+        torch._foreach_mul_(variances, beta2)
+        torch._foreach_addcmul_(variances, g, g, value=1. - beta2)
     denom = torch._foreach_sqrt(variances)
     torch._foreach_add_(denom, epsilon)
     step = torch._foreach_div(means, denom)

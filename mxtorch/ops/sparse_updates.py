@@ -1,10 +1,11 @@
 """Optimizer update operators on row_sparse gradients, as MXNet 1.9.1's sparse kernels.
 
 With a row_sparse gradient, sgd_update / sgd_mom_update / adam_update (lazy_update=True),
-ftrl_update (row_sparse weight) and `_sparse_adagrad_update` change only the rows the gradient
-stores, in the weight and in the states: those rows are gathered, the operator's dense rule
-runs on them, and they are written back. Otherwise the dense rule runs on the dense forms (a
-standard update). A row_sparse weight must store every row (MXNet's requirement).
+ftrl_update (row_sparse weight), `_sparse_adagrad_update` and `_contrib_group_adagrad_update`
+(these two refuse a dense gradient) change only the rows the gradient stores, in the weight
+and in the states: those rows are gathered, the operator's dense rule runs on them, and they
+are written back. Otherwise the dense rule runs on the dense forms (a standard update). A
+row_sparse weight must store every row (MXNet's requirement).
 """
 import torch
 
@@ -24,7 +25,10 @@ _LAZY = {
     'adam_update': ('AdamUpdate', True, True),
     'ftrl_update': ('FtrlUpdate', False, False),
     '_sparse_adagrad_update': ('AdagradUpdate', True, False),
+    '_contrib_group_adagrad_update': ('GroupAdagradUpdate', True, False),
 }
+# operators with no dense kernel (MXNet 1.9.1 refuses a dense gradient)
+_SPARSE_ONLY = ('_sparse_adagrad_update', '_contrib_group_adagrad_update')
 
 
 def _check_full_rows(title, arr):
@@ -41,7 +45,7 @@ def _storage(name):
     def rule(p, st):
         weight, grad = st[0], st[1]
         if grad != R or (by_param and not p.lazy_update) or (weight == D and not dense_lazy):
-            if name == '_sparse_adagrad_update':
+            if name in _SPARSE_ONLY:
                 raise MXNetError('Operator not implemented: operator = %s (row_sparse grad '
                                  'needed)' % name)
             return None

@@ -3,6 +3,7 @@ from .optimizer import (Optimizer, register, create, SGD, ccSGD, LBSGD, NAG, Sig
                         LAMB, DCASGD, SGLD, Adam, AdaGrad, RMSProp, AdaDelta, Ftrl, Adamax, Nadam, Test,
                         Updater, get_updater)
 from . import optimizer
+from . import contrib
 
 __all__ = ['Optimizer', 'register', 'create', 'SGD', 'ccSGD', 'LBSGD', 'NAG', 'Signum', 'FTML',
            'LARS', 'LAMB', 'DCASGD', 'SGLD', 'Adam', 'AdaGrad', 'RMSProp', 'AdaDelta', 'Ftrl', 'Adamax',

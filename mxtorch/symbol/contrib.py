@@ -35,3 +35,8 @@ def cond(pred, then_func, else_func, name='cond'):
     """Symbolic if-then-else (see mx.nd.contrib.cond): a node carrying the three graphs."""
     from ..ops.control_flow import cond as build
     return build(pred, then_func, else_func, name)
+
+
+# MXNet's Python front ends of the AdamW update operators
+from ..ops.optimizer_contrib import (sym_adamw_update as adamw_update,  # noqa: E402,F401
+                                     sym_mp_adamw_update as mp_adamw_update)
