@@ -230,3 +230,26 @@ def test_kl_sparse_reg_imperative_updates_moving_avg_in_training():
         out = mx.nd.IdentityAttachKLSparseReg(data, avg, momentum=0.5)
     np.testing.assert_allclose(out.asnumpy(), data.asnumpy())
     np.testing.assert_allclose(avg.asnumpy(), [0.45, 0.55])
+
+
+@pytest.mark.parametrize('make', [
+    lambda a: mx.sym.argmax(a, axis=1, keepdims=True), lambda a: mx.sym.argmin(a, axis=0),
+    lambda a: mx.sym.argsort(a, axis=1), lambda a: mx.sym.topk(a, axis=1, k=2),
+    lambda a: mx.sym.topk(a, axis=1, k=2, ret_typ='mask')])
+def test_index_outputs_have_zero_gradient_whatever_the_head_gradient(make):
+    """MXNet registers zero gradients for argmax/argmin/argsort and topk's indices/mask: the
+    head gradient is never read (any shape is accepted) and the input's gradient is zeros."""
+    ex = make(mx.sym.Variable('a')).simple_bind(mx.cpu(), a=(3, 4))
+    ex.arg_dict['a'][:] = np.arange(12).reshape(3, 4)
+    ex.grad_dict['a'][:] = 5
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.ones((7, 7)))
+    np.testing.assert_array_equal(ex.grad_dict['a'].asnumpy(), np.zeros((3, 4)))
+
+
+def test_topk_values_gradient_still_checks_the_head_gradient():
+    ex = mx.sym.topk(mx.sym.Variable('a'), axis=1, k=2, ret_typ='value').simple_bind(
+        mx.cpu(), a=(3, 4))
+    ex.forward(is_train=True)
+    with pytest.raises(mx.MXNetError, match='head gradient'):
+        ex.backward(mx.nd.ones((7, 7)))

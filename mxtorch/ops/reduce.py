@@ -204,7 +204,7 @@ def _arg_reduction(name, fn):
 
 
 for _name, _fn in (('argmax', torch.argmax), ('argmin', torch.argmin)):
-    register(OpDef(_name, _arg_reduction(_name, _fn),
+    register(OpDef(_name, _arg_reduction(_name, _fn), head_grad='zero',
                    params={'axis': Int(None), 'keepdims': Bool(False)}))
 
 
@@ -283,7 +283,7 @@ register(OpDef('sort', _sort, params={'axis': Int(-1, optional=True), 'is_ascend
 register(OpDef('argsort', _argsort,
                params={'axis': Int(-1, optional=True), 'is_ascend': Bool(True),
                        'dtype': DType('float32', choices=_INDEX_DTYPES)},
-               infer_type=_argsort_type))
+               infer_type=_argsort_type, head_grad='zero'))
 register(OpDef('topk', _topk,
                params={'axis': Int(-1, optional=True), 'k': Int(1),
                        'ret_typ': Enum(('both', 'indices', 'mask', 'value'), 'indices'),
@@ -292,7 +292,9 @@ register(OpDef('topk', _topk,
                outputs=lambda p: (('output0', 'output1') if p.ret_typ in ('both', 'value')
                                   else ('output',)),
                visible_outputs=lambda p: 2 if p.ret_typ == 'both' else 1,
-               infer_type=_topk_type))
+               infer_type=_topk_type,
+               # indices and masks have a zero gradient: their head gradient goes unread
+               head_grad=lambda p: 'zero' if p.ret_typ in ('indices', 'mask') else 'required'))
 
 
 # ---------------------------------------------------------------------------------------------
