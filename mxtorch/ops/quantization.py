@@ -247,14 +247,14 @@ def _entropy_threshold(hist, edges, num_quantized_bins):
         ref[-1] += hist[stop:].sum()
         nonzero = sliced != 0          # the window's own bins, before the outliers
         merged = sliced.size // num_quantized_bins
-        cand = np.zeros(sliced.size, np.float64)
-        for j in range(num_quantized_bins):
-            lo = j * merged
-            hi = sliced.size if j == num_quantized_bins - 1 else lo + merged
-            total = sliced[lo:hi].sum()
-            norm = nonzero[lo:hi].sum()
-            if norm:
-                cand[lo:hi] = total / norm
+        cut = merged * num_quantized_bins
+        totals = sliced[:cut].reshape(num_quantized_bins, merged).sum(axis=1)
+        counts = nonzero[:cut].reshape(num_quantized_bins, merged).sum(axis=1)
+        totals[-1] += sliced[cut:].sum()      # the last merged bin takes the remainder
+        counts[-1] += nonzero[cut:].sum()
+        widths = np.full(num_quantized_bins, merged)
+        widths[-1] += sliced.size - cut
+        cand = np.repeat(np.where(counts > 0, totals / np.maximum(counts, 1), 0.0), widths)
         cand[ref == 0] = 0
         ps, qs = _smooth(ref), _smooth(cand)
         divergence = np.inf if ps is None or qs is None else _kl(ps, qs)

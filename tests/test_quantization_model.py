@@ -1,0 +1,113 @@
+"""mx.contrib.quantization.quantize_model on a small conv net against MXNet 1.9.1 (the graph it
+writes, the quantized parameters, and outputs near the wheel's fused int8 model's); fixtures
+from tests/fixtures/gen_quantization.py."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import mxtorch as mx
+from mxtorch.contrib.quantization import (_get_optimal_threshold, calib_graph,  # noqa: F401
+                                          combine_histogram, quantize_graph, quantize_model,
+                                          quantize_model_mkldnn, quantize_net, quantize_net_v2)
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures')
+FX = np.load(os.path.join(HERE, 'quantization.npz'))
+with open(os.path.join(HERE, 'quantization.json')) as f:
+    MODELS = json.load(f)['models']
+
+
+def conv_net():
+    data = mx.sym.var('data')
+    net = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name='conv0')
+    net = mx.sym.Activation(net, act_type='relu', name='relu0')
+    net = mx.sym.Pooling(net, kernel=(2, 2), stride=(2, 2), pool_type='max', name='pool0')
+    net = mx.sym.flatten(net, name='flat0')
+    net = mx.sym.FullyConnected(net, num_hidden=5, name='fc0')
+    return mx.sym.SoftmaxOutput(net, name='softmax')
+
+
+ARGS = {k[len('model:arg:'):]: mx.nd.array(FX[k]) for k in FX.files
+        if k.startswith('model:arg:')}
+X = FX['model:data']
+
+
+def _quantize(mode, dtype):
+    it = mx.io.NDArrayIter(X, np.zeros(8), batch_size=4)
+    return quantize_model(conv_net(), ARGS, {}, ctx=mx.cpu(), calib_mode=mode, calib_data=it,
+                          num_calib_examples=8, quantized_dtype=dtype)
+
+
+def _same_attrs(mine, ref):
+    assert sorted(mine) == sorted(ref)
+    for k in ref:
+        if k.endswith('calib_range'):
+            assert float(mine[k]) == pytest.approx(float(ref[k]), rel=1e-5, abs=1e-6)
+        else:
+            assert mine[k] == ref[k]
+
+
+@pytest.mark.parametrize('mode', ['none', 'naive', 'entropy'])
+@pytest.mark.parametrize('dtype', ['int8', 'auto'])
+def test_quantize_model_graph_params_and_outputs(mode, dtype):
+    qsym, qargs, qaux = _quantize(mode, dtype)
+    key = '%s_%s' % (mode, dtype)
+    mine, ref = json.loads(qsym.tojson())['nodes'], MODELS[key]['nodes']
+    assert [(n['op'], n['name'], n['inputs']) for n in mine] == \
+        [(n['op'], n['name'], n['inputs']) for n in ref]
+    for a, b in zip(mine, ref):
+        _same_attrs(a.get('attrs', {}), b.get('attrs', {}))
+    prefix = 'model:%s:qarg:' % key
+    assert sorted(qargs) == sorted(k[len(prefix):] for k in FX.files if k.startswith(prefix))
+    for name, value in qargs.items():
+        np.testing.assert_array_equal(value.asnumpy(), FX[prefix + name])
+    assert qaux == {}
+    feed = dict(qargs, data=mx.nd.array(X[:4]), softmax_label=mx.nd.zeros(4))
+    out = qsym.bind(mx.cpu(), feed).forward()[0].asnumpy()
+    # the wheel runs this model fused for MKL-DNN (quantize_model_mkldnn): same up to rounding
+    np.testing.assert_allclose(out, FX['model:%s_mkldnn:out' % key], atol=0.02)
+    np.testing.assert_allclose(out, FX['model:float_out'], atol=0.01)
+
+
+def test_excluded_layers_stay_float():
+    it = mx.io.NDArrayIter(X, np.zeros(8), batch_size=4)
+    qsym, qargs, _ = quantize_model(conv_net(), ARGS, {}, calib_mode='naive', calib_data=it,
+                                    excluded_sym_names=['fc0'], excluded_op_names=['Pooling'],
+                                    quantized_dtype='int8')
+    ops = {n['name']: n['op'] for n in json.loads(qsym.tojson())['nodes']}
+    assert ops['fc0'] == 'FullyConnected' and ops['pool0'] == 'Pooling'
+    assert ops['quantized_conv0'] == '_contrib_quantized_conv'
+    assert ops['relu0_dequantize'] == '_contrib_dequantize'
+    assert 'fc0_weight' in qargs and 'fc0_weight_quantize' not in qargs
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match='quantized_dtype'):
+        quantize_model(conv_net(), ARGS, {}, calib_mode='none', quantized_dtype='int4')
+    with pytest.raises(ValueError, match='calib_data'):
+        quantize_model(conv_net(), ARGS, {}, calib_mode='naive')
+    with pytest.raises(ValueError, match='excluded_sym_names'):
+        quantize_model(conv_net(), ARGS, {}, calib_mode='none', excluded_sym_names='fc0')
+
+
+def test_quantize_graph_then_calib_graph_equals_quantize_model():
+    qsym, qargs, _, collector = quantize_graph(conv_net(), ARGS, {}, calib_mode='naive',
+                                               quantized_dtype='int8', quantize_mode='smart')
+    mod = mx.mod.Module(conv_net(), context=mx.cpu())
+    mod.bind(for_training=False, data_shapes=[('data', (4, 2, 8, 8))],
+             label_shapes=[('softmax_label', (4,))])
+    mod.set_params(ARGS, {})
+    mod._exec_group.execs[0].set_monitor_callback(collector.collect, monitor_all=True)
+    for i in (0, 4):
+        mod.forward(mx.io.DataBatch([mx.nd.array(X[i:i + 4])], [mx.nd.zeros(4)]), is_train=False)
+    qsym, qargs, _ = calib_graph(qsym, ARGS, {}, collector, calib_mode='naive')
+    ref = _quantize('naive', 'int8')[0]
+    assert json.loads(qsym.tojson())['nodes'] == json.loads(ref.tojson())['nodes']
+
+
+def test_combine_histogram_widens_symmetrically():
+    hist, edges = np.histogram([0.5, -0.5], bins=5, range=(-1, 1))
+    out = combine_histogram((hist, edges, -0.5, 0.5, 1.0), np.array([1.5]), 1.5, 1.5, 1.5)
+    assert out[4] == pytest.approx(1.8) and len(out[0]) == 9 and out[0].sum() == 3
+    assert out[2:4] == (-0.5, 1.5)
