@@ -157,6 +157,10 @@ def test_graph_compact():
         _chain5(), _ids([0]), num_hops=2, num_neighbor=4, max_num_vertices=6)
     compact = mx.nd.contrib.dgl_graph_compact(sub, ids, graph_sizes=(3,), return_mapping=False)
     assert compact.shape == (3, 3) and _parts(compact) == [[0, 1, 2, 2], [1, 2], [0, 1]]
+    # a NumPy array of sizes is read as MXNet reads str(array)
+    compact = mx.nd.contrib.dgl_graph_compact(sub, ids, graph_sizes=ids[-1:].asnumpy(),
+                                              return_mapping=False)
+    assert compact.shape == (3, 3)
     g = _complete5()
     ids, sub, _ = mx.nd.contrib.dgl_csr_neighbor_uniform_sample(
         g, _ids([0, 1, 2, 3, 4]), num_hops=1, num_neighbor=4, max_num_vertices=6)

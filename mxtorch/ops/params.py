@@ -176,6 +176,8 @@ class Shape(Param):
             value = _as_literal(value) if value.strip() else ()
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             value = (value,)
+        if isinstance(value, np.ndarray) and value.ndim <= 1 and value.dtype.kind in 'iu':
+            value = value.reshape(-1).tolist()      # MXNet reads str(array): '[5]'
         if not isinstance(value, (tuple, list)):
             raise ValueError('expected a shape tuple')
         out = []
