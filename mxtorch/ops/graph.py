@@ -27,6 +27,7 @@ from .shapes import require
 C, D = 'csr', 'default'
 _INT64 = np.dtype('int64')
 _F32 = np.dtype('float32')
+_LOG = logging.getLogger(__name__)
 
 Csr = collections.namedtuple('Csr', 'shape data indptr indices')
 
@@ -287,9 +288,9 @@ def _walk(name, g, seeds, p, probability):
                 layer[c] = layer[vertex] + 1
                 queue.append(c)
     if any(layer[v] < p.num_hops for v in queue[at:]):
-        logging.warning('%s: the sampling is truncated because max_num_vertices=%d vertices were '
-                        'reached; use fewer seeds or a smaller neighbourhood',
-                        name, p.max_num_vertices)
+        _LOG.warning('%s: the sampling is truncated because max_num_vertices=%d vertices were '
+                     'reached; use fewer seeds or a smaller neighbourhood', name,
+                     p.max_num_vertices)
     vertices = sorted(layer)
     return vertices, [layer[v] for v in vertices], expanded
 
