@@ -122,6 +122,11 @@ class SoftmaxCrossEntropyLoss(Loss):
         self._from_logits = from_logits
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if F is ndarray and self._sparse_label and not self._from_logits and \
+                sample_weight is None and self._weight is None:
+            # the common case imperatively, in one call: the same values and gradients
+            return F._internal._softmax_cross_entropy_per_sample(
+                pred, label, axis=self._axis, batch_axis=self._batch_axis)
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
         if self._sparse_label:

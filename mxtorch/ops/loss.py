@@ -7,7 +7,7 @@ them ignore head gradients. BlockGrad stops the gradient.
 import torch
 
 from ..base import MXNetError
-from .params import Bool, Enum, Float
+from .params import Bool, Enum, Float, Int, Params
 from .registry import OpDef, register
 from .shapes import first, merge, prod, same_shape
 
@@ -287,3 +287,33 @@ register(OpDef('CTCLoss', _ctc_loss,
                infer_type=lambda p, ins, outs: (
                    [ins[0]] + [first(t, ins[0]) for t in ins[1:]], [ins[0]]),
                aliases=('_contrib_CTCLoss', '_contrib_ctc_loss', 'ctc_loss')))
+
+
+# ---------------------------------------------------------------------------------------------
+# _softmax_cross_entropy_per_sample: Gluon's SoftmaxCrossEntropyLoss (sparse labels) in one call
+# ---------------------------------------------------------------------------------------------
+def _softmax_ce_per_sample(p, data, label):
+    """-log_softmax(data)[label] along `axis` (labels truncated to integers and clipped to the
+    classes, as pick), averaged over every axis but `batch_axis`: the same values and gradients
+    as log_softmax, pick(keepdims=True), negative and mean(exclude=True) one after the other,
+    with one call (a 2-d batch of class scores takes torch's nll_loss)."""
+    from .indexing import _fit_index, _pick
+    from .nn import _check_axis
+    from .reduce import reduce_axes
+    _check_axis('log_softmax', p.axis, data.dim())
+    logp = torch.log_softmax(data, dim=p.axis)
+    axis = p.axis % data.dim()
+    if data.dim() == 2 and axis == 1 and p.batch_axis in (0, -2) and \
+            label.numel() == data.shape[0]:
+        index = _fit_index(label.reshape(-1), data.shape[1], 'clip')
+        return torch.nn.functional.nll_loss(logp, index, reduction='none')
+    picked = -_pick(_PICK_PARAMS[axis], logp, label)
+    axes = reduce_axes('mean', (p.batch_axis,), picked.dim(), exclude=True)
+    out = torch.mean(picked, axes) if axes else picked.clone()
+    return out.reshape(tuple(n for d, n in enumerate(picked.shape) if d not in axes) or (1,))
+
+
+_PICK_PARAMS = {a: Params(axis=a, keepdims=True, mode='clip') for a in range(32)}
+
+register(OpDef('_softmax_cross_entropy_per_sample', _softmax_ce_per_sample,
+               params={'axis': Int(-1), 'batch_axis': Int(0)}, inputs=('data', 'label')))

@@ -1,0 +1,69 @@
+"""Gluon's SoftmaxCrossEntropyLoss with sparse labels runs imperatively as one operator; its
+values and gradients are those of the four-operator graph MXNet records (log_softmax, pick,
+negative, mean), which the hybridized loss still runs."""
+import numpy as np
+import pytest
+
+import mxtorch as mx
+from mxtorch import autograd, gluon
+
+CASES = [((16, 10), (16,), -1, 0), ((8, 5), (8, 1), 1, 0), ((4, 6, 5), (4, 6), -1, 0),
+         ((4, 5, 6), (4, 6), 1, 0), ((6, 4), (4,), 0, 1)]
+
+
+def _reference(x, label, axis, batch_axis):
+    """NumPy: -log_softmax picked at the truncated, clipped label, mean over non-batch axes."""
+    x = x.astype(np.float64)
+    logp = x - x.max(axis, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(axis, keepdims=True))
+    n = x.shape[axis]
+    index = np.clip(np.trunc(label).astype(np.int64), 0, n - 1)
+    kept = list(x.shape)
+    kept[axis] = 1
+    picked = -np.take_along_axis(logp, index.reshape(kept), axis)
+    others = tuple(d for d in range(x.ndim) if d != batch_axis)
+    return picked.mean(others)
+
+
+def _run(loss, x, label, head):
+    x.attach_grad()
+    with autograd.record():
+        out = loss(x, label)
+    out.backward(head)
+    return out.asnumpy(), x.grad.asnumpy()
+
+
+@pytest.mark.parametrize('shape,lshape,axis,batch_axis', CASES)
+def test_imperative_loss_equals_the_recorded_graph(shape, lshape, axis, batch_axis):
+    rng = np.random.RandomState(3)
+    x = mx.nd.array(rng.randn(*shape))
+    label = mx.nd.array(rng.randint(-2, shape[axis] + 2, size=lshape) + 0.5)
+    head = mx.nd.array(rng.rand(shape[batch_axis]))
+    loss = gluon.loss.SoftmaxCrossEntropyLoss(axis=axis, batch_axis=batch_axis)
+    value, grad = _run(loss, x, label, head)
+    hybrid = gluon.loss.SoftmaxCrossEntropyLoss(axis=axis, batch_axis=batch_axis)
+    hybrid.hybridize()
+    h_value, h_grad = _run(hybrid, x, label, head)
+    np.testing.assert_allclose(value, _reference(x.asnumpy(), label.asnumpy(), axis,
+                                                 batch_axis), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(value, h_value, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(grad, h_grad, rtol=1e-6, atol=1e-7)
+
+
+def test_mismatched_label_is_refused_as_pick_refuses_it():
+    loss = gluon.loss.SoftmaxCrossEntropyLoss()
+    with pytest.raises(mx.MXNetError, match='pick'):
+        loss(mx.nd.ones((4, 3)), mx.nd.ones((5,)))
+
+
+def test_weights_and_dense_labels_keep_the_general_path():
+    x = mx.nd.array([[1.0, 2.0, 3.0], [1.0, 0.0, -1.0]])
+    label = mx.nd.array([2, 0])
+    plain = gluon.loss.SoftmaxCrossEntropyLoss()(x, label).asnumpy()
+    weighted = gluon.loss.SoftmaxCrossEntropyLoss(weight=2.0)(x, label).asnumpy()
+    np.testing.assert_allclose(weighted, 2 * plain, rtol=1e-6)
+    sample = gluon.loss.SoftmaxCrossEntropyLoss()(x, label, mx.nd.array([[1.0], [0.0]]))
+    np.testing.assert_allclose(sample.asnumpy(), [plain[0], 0], rtol=1e-6)
+    dense = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=False)(
+        x, mx.nd.array([[0, 0, 1], [1, 0, 0]]))
+    np.testing.assert_allclose(dense.asnumpy(), plain, rtol=1e-6)
