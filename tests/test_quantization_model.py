@@ -111,3 +111,36 @@ def test_combine_histogram_widens_symmetrically():
     out = combine_histogram((hist, edges, -0.5, 0.5, 1.0), np.array([1.5]), 1.5, 1.5, 1.5)
     assert out[4] == pytest.approx(1.8) and len(out[0]) == 9 and out[0].sum() == 3
     assert out[2:4] == (-0.5, 1.5)
+
+
+@pytest.mark.parametrize('key', ['none_int8', 'naive_int8', 'entropy_int8', 'naive_auto'])
+def test_mxnet_fused_quantized_model_loads_and_runs(key):
+    """The wheel's quantize_model_mkldnn graph (_sg_mkldnn_conv / _fully_connected nodes with
+    subgraphs, int8 weights) runs here with the wheel's outputs up to rounding."""
+    key += '_mkldnn'
+    sym = mx.sym.load_json(json.dumps(MODELS[key]))
+    prefix = 'model:%s:qarg:' % key
+    args = {k[len(prefix):]: mx.nd.array(FX[k], dtype=FX[k].dtype) for k in FX.files
+            if k.startswith(prefix)}
+    ops = [n['op'] for n in MODELS[key]['nodes']]
+    assert '_sg_mkldnn_conv' in ops and '_sg_mkldnn_fully_connected' in ops
+    feed = dict(args, data=mx.nd.array(X[:4]), softmax_label=mx.nd.zeros(4))
+    out = sym.bind(mx.cpu(), feed).forward()[0].asnumpy()
+    np.testing.assert_allclose(out, FX['model:%s:out' % key], atol=0.01)
+
+
+def test_float_fused_conv_runs_its_subgraph():
+    data = mx.sym.var('data')
+    net = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name='conv0')
+    net = mx.sym.Activation(net, act_type='relu', name='relu0')
+    fused = mx.sym.Symbol([(mx.sym.symbol.Node(
+        mx.ops.get_op('_sg_mkldnn_conv'), 'sg_conv', {'with_act': 'true'},
+        [(n, 0) for n in (mx.sym.var('d')._entries[0][0], mx.sym.var('w')._entries[0][0],
+                          mx.sym.var('b')._entries[0][0])], [net]), 0)])
+    w, b = FX['model:arg:conv0_weight'], FX['model:arg:conv0_bias']
+    out = fused.bind(mx.cpu(), {'d': mx.nd.array(X[:2]), 'w': mx.nd.array(w),
+                                'b': mx.nd.array(b)}).forward()[0].asnumpy()
+    ref = net.bind(mx.cpu(), {'data': mx.nd.array(X[:2]), 'conv0_weight': mx.nd.array(w),
+                              'conv0_bias': mx.nd.array(b)}).forward()[0].asnumpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+    assert fused.infer_shape(d=(2, 2, 8, 8))[1] == [(2, 4, 6, 6)]

@@ -12,7 +12,7 @@ from . import resize, attention, roi_align, misc_contrib, batch_norm_variants, d
 from . import proposal, deformable_psroi  # noqa: F401  (detection outputs, Deformable R-FCN)
 from . import control_flow  # noqa: F401  (_foreach, _while_loop, _cond over subgraphs)
 from . import image  # noqa: F401  (mx.nd.image and the OpenCV operators of mx.image)
-from . import quantization, quantized_nn  # noqa: F401  (int8 conversions and layers)
+from . import quantization, quantized_nn, mkldnn_subgraph  # noqa: F401  (int8 ops, MKL-DNN fused)
 from . import sparse  # noqa: F401  (storage-type rules over the ops above)
 from . import graph  # noqa: F401  (DGL graph operators on csr graphs)
 from . import hawkes  # noqa: F401  (contrib hawkesll)

@@ -1,0 +1,199 @@
+"""MXNet's MKL-DNN fused operators, as graphs that MXNet 1.9.1 writes after fusion
+(`get_backend_symbol('MKLDNN')`, quantize_model_mkldnn) hold them: `_sg_mkldnn_conv` and
+`_sg_mkldnn_fully_connected` carry their float layers (conv [+ bn] [+ act] [+ sum], fc [+ act])
+as a subgraph; `_sg_mkldnn_selfatt_qk` / `_valatt` are the interleaved attention matmuls.
+
+They run as the equivalent computation: the subgraph in float32, on dequantized inputs where
+quantized=True (int8/uint8 inputs are followed by their min/max inputs, in input order), the
+result then given as MKL-DNN gives it: float32 (enable_float_output), int8/uint8 over the
+calibrated range (uint8 when it starts at zero or above), or int32 over a range of one step per
+product of the inputs' steps, for a following requantize. Results agree with the wheel's int8
+kernels up to their rounding.
+"""
+import torch
+
+from ..base import np_dtype
+from .control_flow import _subgraph_infer, run_graph
+from .params import Bool, Float, Int
+from .quantization import (INT32_RANGE, MKLDNN_STEPS, STEPS, real_range, saturate,
+                           steps_per_unit, _f32)
+from .registry import OpDef, get_op, register
+from .shapes import require
+
+_QUANT = {'quantized': Bool(False), 'enable_float_output': Bool(False),
+          'min_calib_range': Float(None), 'max_calib_range': Float(None)}
+_CONV = dict(_QUANT, with_bn=Bool(False), with_act=Bool(False), with_sum=Bool(False),
+             with_postsum_act=Bool(False), dedup_sum=Bool(False))
+_FC = dict(_QUANT, with_eltwise=Bool(False), with_sum=Bool(False),
+           channel_wise_quantize=Bool(False))
+_INT = (torch.int8, torch.uint8)
+
+
+def _subgraph(p, op):
+    graphs = p.get('subgraphs')
+    require(graphs is not None and len(graphs) == 1, '%s needs one subgraph, got %s', op,
+            None if graphs is None else len(graphs))
+    return graphs[0]
+
+
+def _variables(graph):
+    from ..symbol.graph import topo_order
+    order = topo_order(graph._entries)
+    mutated = set()
+    for node in order:
+        if node.op is not None:
+            for child, _ in node.inputs[node.num_args():]:
+                mutated.add(id(child))
+    return [(n.name, id(n) in mutated) for n in order if n.op is None]
+
+
+def _calibrated(p):
+    return p.min_calib_range is not None and p.max_calib_range is not None
+
+
+def _out_dtype(p):
+    return torch.uint8 if p.min_calib_range >= 0 else torch.int8
+
+
+def _dequantize_inputs(values, ranges, weight_like):
+    """Float values of the int inputs (each followed by a min/max pair in `ranges`); the
+    one-step value of each, for the int32 output's range."""
+    out, steps, k = [], [], 0
+    for i, v in enumerate(values):
+        if v.dtype in _INT:
+            real = real_range(ranges[k], ranges[k + 1])
+            n = STEPS[v.dtype] if i in weight_like else MKLDNN_STEPS[v.dtype]
+            out.append(v.float() * (real / n))
+            steps.append(real / n)
+            k += 2
+        else:
+            out.append(v.float())
+    return out, steps
+
+
+def _quantized_result(p, y, per_step):
+    if p.enable_float_output:
+        return y
+    if _calibrated(p):
+        lo, hi = _f32(p.min_calib_range).to(y.device), _f32(p.max_calib_range).to(y.device)
+        dtype = _out_dtype(p)
+        q = saturate(y * steps_per_unit(MKLDNN_STEPS[dtype], real_range(lo, hi)), dtype)
+        return q, lo, hi
+    q = torch.round(y.double() / per_step.double()).clamp(-INT32_RANGE, INT32_RANGE)
+    top = per_step * INT32_RANGE
+    return q.to(torch.int32), -top, top
+
+
+def _fused(op_name, weight_index):
+    def forward(p, *inputs):
+        graph = _subgraph(p, op_name)
+        n = len(_variables(graph))
+        values, ranges = list(inputs[:n]), inputs[n:]
+        if not p.quantized:
+            return run_graph(graph, values, False)[0]
+        floats, steps = _dequantize_inputs(values, ranges, (weight_index,))
+        if len(steps) < 2:         # float weights (conv): one int8 step of their own range
+            w = floats[weight_index]
+            steps.append(w.abs().max().reshape(1) / STEPS[torch.int8])
+        y = run_graph(graph, floats, False)[0]
+        return _quantized_result(p, y, steps[0] * steps[1])
+    forward.__doc__ = 'the fused float subgraph, on dequantized inputs where quantized'
+    return forward
+
+
+def _names(p, op_name, aux):
+    graph = _subgraph(p, op_name)
+    return tuple(n for n, mutated in _variables(graph) if mutated == aux)
+
+
+def _quant_names(p, op_name):
+    """Range inputs of a quantized node: data's; a fully connected node's int8 weight and
+    bias have theirs too (a conv's weights stay float)."""
+    if not p.quantized:
+        return ()
+    names = _names(p, op_name, False)
+    quantized = names if op_name.endswith('connected') else names[:1]
+    return tuple(r for n in ('data',) + tuple(quantized[1:])
+                 for r in ('min_' + n, 'max_' + n))
+
+
+def _outputs(p):
+    if p.quantized and not p.enable_float_output:
+        return ('output', 'min_output', 'max_output')
+    return ('output',)
+
+
+def _fused_shape(name):
+    def infer_shape(p, ins, outs):
+        n = len(_variables(_subgraph(p, name)))
+        found, results = _subgraph_infer(_subgraph(p, name), list(ins[:n]), 'shape')
+        new = [f if f is not None else s for f, s in zip(found, ins[:n])]
+        extra = [(1,)] * (len(ins) - n)
+        return new + extra, [results[0]] + [(1,)] * (len(outs) - 1)
+    return infer_shape
+
+
+def _out_type(p):
+    if not p.quantized or p.enable_float_output:
+        return np_dtype('float32')
+    if _calibrated(p):
+        return np_dtype('uint8' if p.min_calib_range >= 0 else 'int8')
+    return np_dtype('int32')
+
+
+def _fused_type(name, weight_index):
+    def infer_type(p, ins, outs):
+        n = len(_variables(_subgraph(p, name)))
+        f32 = np_dtype('float32')
+        new = [t if t is not None else f32 for t in ins[:n]]
+        if p.quantized:
+            new[0] = ins[0] or np_dtype('int8')
+            if len(ins) - n > 2:          # int8 weight and bias with their ranges
+                new[1:3] = [ins[i] or np_dtype('int8') for i in (1, 2)][:n - 1]
+        return new + [f32] * (len(ins) - n), [_out_type(p)] + [f32] * (len(outs) - 1)
+    return infer_type
+
+
+def _register_fused(name, params, weight_index):
+    # int8 inputs come with ranges after the subgraph's own inputs; the count of range inputs
+    # follows the node (a conv's float weights have none)
+    register(OpDef(name, _fused(name, weight_index), params=params,
+                   inputs=lambda p: _names(p, name, False) + _quant_names(p, name),
+                   aux=lambda p: _names(p, name, True), outputs=_outputs,
+                   infer_shape=_fused_shape(name), infer_type=_fused_type(name, weight_index),
+                   differentiable=False))
+
+
+_register_fused('_sg_mkldnn_conv', _CONV, 1)
+_register_fused('_sg_mkldnn_fully_connected', _FC, 1)
+
+
+def _selfatt(float_name, count):
+    float_op = get_op(float_name)
+
+    def forward(p, *inputs):
+        values, ranges = list(inputs[:count]), inputs[count:]
+        if not p.quantized:
+            return float_op.forward(p, *[v.float() for v in values])
+        floats, steps = _dequantize_inputs(values, ranges, ())
+        y = float_op.forward(p, *floats)
+        per_step = steps[0] * (steps[1] if len(steps) > 1 else steps[0])
+        return _quantized_result(p, y, per_step)
+    return forward
+
+
+def _selfatt_inputs(names, ranges):
+    return lambda p: names + (ranges if p.quantized else ())
+
+
+register(OpDef('_sg_mkldnn_selfatt_qk',
+               _selfatt('_contrib_interleaved_matmul_selfatt_qk', 1),
+               params=dict(_QUANT, heads=Int()),
+               inputs=_selfatt_inputs(('queries_keys_values',), ('min_qkv', 'max_qkv')),
+               outputs=_outputs, differentiable=False))
+register(OpDef('_sg_mkldnn_selfatt_valatt',
+               _selfatt('_contrib_interleaved_matmul_selfatt_valatt', 2),
+               params=dict(_QUANT, heads=Int()),
+               inputs=_selfatt_inputs(('queries_keys_values', 'attention'),
+                                      ('min_qkv', 'max_qkv', 'min_attention', 'max_attention')),
+               outputs=_outputs, differentiable=False))
