@@ -737,7 +737,7 @@ class HybridBlock(Block):
         if isinstance(x, NDArray) and all(isinstance(a, NDArray) for a in args):
             first = x._ctx          # the common case: flat NDArray inputs
             has_sym, has_nd = False, True
-            ctxs = {first}.union(a._ctx for a in args) if args else (first,)
+            ctxs = None             # (worked out when hybridized)
         else:
             has_sym, has_nd, ctxs, first = _gather_type_ctx_info([x] + list(args))
         if has_sym and has_nd:
@@ -750,6 +750,8 @@ class HybridBlock(Block):
             # under npx.set_np() a hybridized block runs imperatively (F = mx.nd, whose
             # F.np / F.npx are mx.np / mx.npx): mxtorch traces graphs of classic operators only
             if self._active and not is_np_array():
+                if ctxs is None:
+                    ctxs = {first}.union(a._ctx for a in args) if args else (first,)
                 if len(ctxs) > 1:
                     raise ValueError('Find multiple contexts in the input, After hybridized, '
                                      'the HybridBlock only supports one input context. You can '

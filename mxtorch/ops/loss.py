@@ -8,6 +8,9 @@ import torch
 
 from ..base import MXNetError
 from .params import Bool, Enum, Float, Int, Params
+from .indexing import _fit_index, _pick
+from .nn import _check_axis
+from .reduce import reduce_axes
 from .registry import OpDef, register
 from .shapes import first, merge, prod, same_shape
 
@@ -297,9 +300,6 @@ def _softmax_ce_per_sample(p, data, label):
     classes, as pick), averaged over every axis but `batch_axis`: the same values and gradients
     as log_softmax, pick(keepdims=True), negative and mean(exclude=True) one after the other,
     with one call (a 2-d batch of class scores takes torch's nll_loss)."""
-    from .indexing import _fit_index, _pick
-    from .nn import _check_axis
-    from .reduce import reduce_axes
     _check_axis('log_softmax', p.axis, data.dim())
     logp = torch.log_softmax(data, dim=p.axis)
     axis = p.axis % data.dim()
