@@ -144,3 +144,25 @@ def test_float_fused_conv_runs_its_subgraph():
                               'conv0_bias': mx.nd.array(b)}).forward()[0].asnumpy()
     np.testing.assert_allclose(out, ref, rtol=1e-6)
     assert fused.infer_shape(d=(2, 2, 8, 8))[1] == [(2, 4, 6, 6)]
+
+
+@pytest.mark.parametrize('mode', ['none', 'naive'])
+def test_quantize_net_v2_gluon(mode):
+    from mxtorch.gluon import nn
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(4, 3, in_channels=2), nn.Activation('relu'), nn.MaxPool2D(2),
+            nn.Flatten(), nn.Dense(5, in_units=36))
+    net.initialize()
+    for i, p in enumerate(net.collect_params().values()):
+        p.set_data(mx.nd.array(FX['gluon:param%d' % i]))
+    data = FX['gluon:data']
+    qnet = quantize_net_v2(net, quantized_dtype='auto', calib_mode=mode,
+                           calib_data=mx.io.NDArrayIter(data, batch_size=4),
+                           num_calib_examples=8)
+    assert isinstance(qnet, mx.gluon.SymbolBlock)
+    out = qnet(mx.nd.array(data)).asnumpy()
+    # int8 noise on outputs up to ~9: the wheel's (MKL-DNN fused) and these both within 2%
+    np.testing.assert_allclose(out, FX['gluon:float_out'], atol=0.2)
+    np.testing.assert_allclose(out, FX['gluon:%s:out' % mode], atol=0.2)
+    names = qnet.collect_params().keys()
+    assert any(n.endswith('weight_quantize') for n in names)

@@ -16,24 +16,32 @@ Flatten, Concat, elemwise_add, elemwise_mul where their input already is int8 (q
 (`get_backend_symbol('MKLDNN_QUANTIZE')`) is not applied: `quantize_model_mkldnn` gives the
 unfused graph, which runs with the same numbers up to rounding.
 """
+import ctypes  # noqa: F401  (MXNet's module namespace, which `import *` copies, has these)
 import logging
 import os
+import shutil  # noqa: F401
 import warnings
 
 import numpy as np
 
-from ..base import MXNetError, py_str
+try:
+    from scipy import stats
+except ImportError:          # entropy calibration needs only numpy here
+    stats = None
+
+from ..base import (MXNetError, NDArrayHandle, SymbolHandle, _LIB, c_array, c_str,  # noqa: F401
+                    c_str_array, check_call, mx_uint, py_str)
 from ..capi import as_array
 from ..context import Context, cpu
 from ..io import DataBatch, DataDesc, DataIter
+from ..module import Module
 from ..ops.registry import get_op
 from ..symbol import Symbol
 from ..symbol import load as sym_load
 from ..symbol.graph import Node, topo_order
 from .. import ndarray
-
-__all__ = ['quantize_model', 'quantize_model_mkldnn', 'quantize_graph', 'calib_graph',
-           'quantize_net', 'quantize_net_v2', 'combine_histogram']
+from ..ndarray import NDArray  # noqa: F401
+from ..ndarray import load as nd_load, save as nd_save  # noqa: F401
 
 # float op -> (quantized op, indices of the inputs to quantize (None: all arguments),
 #              needs requantize (int32 out), always quantized (else only after int8 data))
@@ -476,7 +484,6 @@ def quantize_model(sym, arg_params, aux_params, data_names=('data',),
                    quantize_granularity='tensor-wise', logger=None):
     """(quantized symbol, quantized arg_params, aux_params) of a float32 model, calibrated on
     calib_data (calib_mode 'naive' or 'entropy') or not ('none')."""
-    from ..module import Module
     excluded_sym_names = _check_list(excluded_sym_names, 'excluded_sym_names')
     excluded_op_names = _check_list(excluded_op_names, 'excluded_op_names')
     if logger:
@@ -594,7 +601,6 @@ def quantize_net_v2(network, quantized_dtype='auto', quantize_mode='full',
     import tempfile
     from .. import model as _model
     from ..gluon import SymbolBlock
-    from ..module import Module
     network.hybridize()
     if calib_data is not None:
         calib_data, shapes = _as_data_iter(calib_data)
