@@ -114,3 +114,28 @@ def test_bad_arguments_are_named():
         mx.nd.contrib.requantize(mx.nd.ones((2,)), lo, hi)
     with pytest.raises(MXNetError, match='data'):
         mx.nd.contrib.quantized_flatten(mx.nd.ones((2, 2)), lo, hi)
+
+
+def test_quantized_rnn_is_the_lstm_of_the_dequantized_data():
+    rs = np.random.RandomState(0)
+    T, N, I, H = 3, 2, 4, 5
+    x = rs.randn(T, N, I).astype('f')
+    params = mx.nd.array(rs.randn(4 * H * (I + H) + 8 * H) * 0.3)
+    h0, c0 = mx.nd.array(rs.randn(1, N, H) * 0.1), mx.nd.array(rs.randn(1, N, H) * 0.1)
+    q, scale, shift = mx.nd.contrib.quantize_asym(mx.nd.array(x))
+    got = mx.nd.contrib.quantized_rnn(q, params, h0, c0, scale, shift, state_size=H,
+                                      num_layers=1, mode='lstm', state_outputs=True)
+    xd = (q.asnumpy().astype('f') - shift.asnumpy()) / scale.asnumpy()
+    ref = mx.nd.RNN(mx.nd.array(xd), params, h0, c0, state_size=H, num_layers=1, mode='lstm',
+                    state_outputs=True)
+    assert len(got) == 3
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(g.asnumpy(), r.asnumpy(), rtol=1e-5, atol=1e-6)
+    sym = mx.sym.contrib.quantized_rnn(mx.sym.var('data'), state_size=H, num_layers=1,
+                                       mode='lstm', state_outputs=True, name='r')
+    assert sym.list_outputs() == ['r_output', 'r_state_output', 'r_statecell_ouput']
+    assert sym.list_arguments() == ['data', 'r_parameters', 'r_state', 'r_state_cell',
+                                    'r_min_data', 'r_max_data']
+    with pytest.raises(MXNetError, match='mode'):
+        mx.nd.contrib.quantized_rnn(q, params, h0, c0, scale, shift, state_size=H,
+                                    num_layers=1, mode='gru')

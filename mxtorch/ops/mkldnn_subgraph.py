@@ -107,14 +107,31 @@ def _names(p, op_name, aux):
 
 
 def _quant_names(p, op_name):
-    """Range inputs of a quantized node: data's; a fully connected node's int8 weight and
-    bias have theirs too (a conv's weights stay float)."""
+    """Range inputs of a quantized node, a (min, max) pair per int input: data's, a conv's
+    sum operand's (with_sum), a fully connected node's weight and bias (a conv's weights stay
+    float)."""
     if not p.quantized:
         return ()
     names = _names(p, op_name, False)
-    quantized = names if op_name.endswith('connected') else names[:1]
-    return tuple(r for n in ('data',) + tuple(quantized[1:])
-                 for r in ('min_' + n, 'max_' + n))
+    if op_name.endswith('connected'):
+        quantized = ('data',) + tuple(names[1:])
+    else:
+        quantized = ('data', 'sum') if p.with_sum else ('data',)
+    return tuple(r for n in quantized for r in ('min_' + n, 'max_' + n))
+
+
+def _arg_names(p, op_name):
+    if p.quantized:
+        # MXNet puts a quantized node's range inputs after its aux states (the moving
+        # statistics of a fused BatchNorm); graphs here keep aux states last, so those count
+        # as arguments of a quantized node
+        return tuple(n for n, _ in _variables(_subgraph(p, op_name))) + \
+            _quant_names(p, op_name)
+    return _names(p, op_name, False)
+
+
+def _aux_names(p, op_name):
+    return () if p.quantized else _names(p, op_name, True)
 
 
 def _outputs(p):
@@ -158,8 +175,8 @@ def _register_fused(name, params, weight_index):
     # int8 inputs come with ranges after the subgraph's own inputs; the count of range inputs
     # follows the node (a conv's float weights have none)
     register(OpDef(name, _fused(name, weight_index), params=params,
-                   inputs=lambda p: _names(p, name, False) + _quant_names(p, name),
-                   aux=lambda p: _names(p, name, True), outputs=_outputs,
+                   inputs=lambda p: _arg_names(p, name), aux=lambda p: _aux_names(p, name),
+                   outputs=_outputs,
                    infer_shape=_fused_shape(name), infer_type=_fused_type(name, weight_index),
                    differentiable=False))
 

@@ -372,3 +372,38 @@ register(OpDef('_contrib_quantized_batch_norm', _batch_norm,
                        'max_data'),
                outputs=('output', 'min_output', 'max_output'), differentiable=False,
                infer_shape=_bn_shape, infer_type=_bn_type))
+
+
+# ---------------------------------------------------------------------------------------------
+# rnn: uint8 data from quantize_asym, float parameters and states, float outputs
+# ---------------------------------------------------------------------------------------------
+def _rnn(p, data, parameters, state, state_cell, scale, shift):
+    """The LSTM of the data x = (q - shift) / scale (quantize_asym's uint8), in float32 (the
+    wheel's MKL-DNN kernel also quantizes the weights; this computes with the float ones)."""
+    require(p.mode == 'lstm', '_contrib_quantized_rnn: mode=%s is not supported, only lstm',
+            p.mode)
+    x = (data.float() - shift.float().reshape(1)) / scale.float().reshape(1)
+    return get_op('RNN').forward(p, x, parameters.float(), state.float(), state_cell.float(),
+                                 train=False)
+
+
+def _rnn_outputs(p):
+    # MXNet's name of the last cell state output is spelled so
+    return ('output', 'state_output', 'statecell_ouput') if p.state_outputs else ('output',)
+
+
+def _rnn_shape(p, ins, outs):
+    rnn = get_op('RNN')
+    new, out = rnn.infer_shape(p, list(ins[:4]), list(outs))
+    return list(new) + [merge(s, (1,)) for s in ins[4:]], list(out)
+
+
+def _rnn_type(p, ins, outs):
+    check_quantized('_contrib_quantized_rnn', 'data', ins[0])
+    return [ins[0] or np_dtype('uint8')] + [F32] * 5, [F32] * len(outs)
+
+
+register(OpDef('_contrib_quantized_rnn', _rnn, params=dict(get_op('RNN').params),
+               inputs=('data', 'parameters', 'state', 'state_cell', 'min_data', 'max_data'),
+               outputs=_rnn_outputs, differentiable=False, infer_shape=_rnn_shape,
+               infer_type=_rnn_type))
