@@ -194,7 +194,7 @@ def test_mxnet_fused_quantized_bn_and_sum(mode):
     args = _fused_feed(sym, 'fused_%s:qarg:' % mode)
     for k in ('bn0_moving_mean', 'bn0_moving_var'):
         args[k] = mx.nd.array(FX['fused:' + k])
-    args['data'] = mx.nd.array(FX['fused:data'][:4])
+    args['data'] = mx.nd.array(FX['fused:calib_data'][:4])
     out = sym.bind(mx.cpu(), args).forward()[0].asnumpy()
     # outputs up to ~11; int8 noise of a few steps through three layers
     np.testing.assert_allclose(out, FX['fused:float_out'], atol=0.4)
