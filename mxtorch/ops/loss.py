@@ -299,14 +299,15 @@ def _softmax_ce_per_sample(p, data, label):
     """-log_softmax(data)[label] along `axis` (labels truncated to integers and clipped to the
     classes, as pick), averaged over every axis but `batch_axis`: the same values and gradients
     as log_softmax, pick(keepdims=True), negative and mean(exclude=True) one after the other,
-    with one call (a 2-d batch of class scores takes torch's nll_loss)."""
+    with one call (a 2-d batch of class scores takes torch's cross_entropy: log_softmax and
+    nll_loss)."""
     _check_axis('log_softmax', p.axis, data.dim())
-    logp = torch.log_softmax(data, dim=p.axis)
     axis = p.axis % data.dim()
     if data.dim() == 2 and axis == 1 and p.batch_axis in (0, -2) and \
-            label.numel() == data.shape[0]:
+            label.numel() == data.shape[0] and data.is_floating_point():
         index = _fit_index(label.reshape(-1), data.shape[1], 'clip')
-        return torch.nn.functional.nll_loss(logp, index, reduction='none')
+        return torch.nn.functional.cross_entropy(data, index, reduction='none')
+    logp = torch.log_softmax(data, dim=p.axis)
     picked = -_pick(_PICK_PARAMS[axis], logp, label)
     axes = reduce_axes('mean', (p.batch_axis,), picked.dim(), exclude=True)
     out = torch.mean(picked, axes) if axes else picked.clone()
