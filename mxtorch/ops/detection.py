@@ -7,7 +7,6 @@ arithmetic runs in float32 or wider whatever the input dtype, results come back 
 """
 import math
 
-import numpy as np
 import torch
 
 from .optimizer_ops import FloatTuple
@@ -101,40 +100,68 @@ def _nms_keep(p, rows, dtype):
     if p.in_format == 'center':
         boxes = _to_corner(boxes)
     ids = rows[order, p.id_index] if p.id_index >= 0 and not p.force_suppress else None
-    suppressed = _greedy_suppress(boxes.cpu().numpy(),
-                                  None if ids is None else ids.cpu().numpy(), p.overlap_thresh)
+    suppressed = _greedy_suppress(boxes.cpu(), None if ids is None else ids.cpu(),
+                                  p.overlap_thresh)
     return [k for k, s in zip(order, suppressed.tolist()) if not s]
 
 
 def _greedy_suppress(boxes, ids, threshold):
-    """Greedy NMS over corner boxes sorted by score (NumPy, the boxes' float type): each box
-    not yet suppressed suppresses the later ones whose IoU with it exceeds threshold (of the
-    same id, when ids are given). IoU rows are computed a block of boxes at a time."""
+    """Greedy NMS over corner boxes (a CPU tensor) sorted by score: each box not yet
+    suppressed suppresses the later ones whose IoU, in the boxes' float type, exceeds threshold
+    (of the same id, when ids are given: then each id's boxes are suppressed among themselves,
+    which decides the same and compares only boxes of one id). A block of boxes at a time: the
+    ones not yet suppressed settle among themselves, then suppress the later ones not yet
+    suppressed (IoU only between those). Returns a bool tensor: suppressed or not."""
+    if ids is not None:
+        suppressed = torch.zeros(len(boxes), dtype=torch.bool)
+        order = torch.argsort(ids, stable=True)         # each id's boxes, still by score
+        sorted_ids = ids[order]
+        bounds = (torch.nonzero(sorted_ids[1:] != sorted_ids[:-1]).flatten() + 1).tolist()
+        for group in torch.tensor_split(order, bounds):
+            suppressed[group] = _greedy_suppress(boxes[group], None, threshold)
+        return suppressed
     n = len(boxes)
-    left, top, right, bottom = boxes.T
-    area = (right - left).clip(min=0) * (bottom - top).clip(min=0)
-    suppressed = np.zeros(n, dtype=bool)
+    left, top, right, bottom = boxes.T.contiguous()
+    area = (right - left).clamp(min=0) * (bottom - top).clamp(min=0)
+
+    def overlaps(a, b):
+        """IoU(boxes a, boxes b) > threshold, (len(a), len(b))."""
+        inter = torch.minimum(right[a, None], right[None, b]).sub_(
+            torch.maximum(left[a, None], left[None, b])).clamp_(min=0)
+        height = torch.minimum(bottom[a, None], bottom[None, b]).sub_(
+            torch.maximum(top[a, None], top[None, b])).clamp_(min=0)
+        inter.mul_(height)
+        hit = inter > 0
+        union = torch.add(area[a, None], area[None, b], out=height).sub_(inter)
+        return hit & (inter.div_(union).double() > threshold)
+
+    suppressed = torch.zeros(n, dtype=torch.bool)
     block = max(16, min(256, (1 << 22) // max(n, 1)))
-    with np.errstate(divide='ignore', invalid='ignore'):
-        for start in range(0, n, block):
-            end = min(n, start + block)
-            if suppressed[start:end].all():
-                continue
-            rows = slice(start, end)
-            width = (np.minimum(right[rows, None], right[None, start:]) -
-                     np.maximum(left[rows, None], left[None, start:])).clip(min=0)
-            height = (np.minimum(bottom[rows, None], bottom[None, start:]) -
-                      np.maximum(top[rows, None], top[None, start:])).clip(min=0)
-            inter = width * height
-            union = area[rows, None] + area[None, start:] - inter
-            iou = np.where(inter > 0, inter / np.where(inter > 0, union, 1), 0)
-            over = iou.astype(np.float64) > threshold
-            if ids is not None:
-                over &= ids[rows, None] == ids[None, start:]
-            for a in range(end - start):
-                if not suppressed[start + a]:
-                    suppressed[start + a + 1:] |= over[a, a + 1:]
+    for start in range(0, n, block):
+        end = min(n, start + block)
+        rows = start + torch.nonzero(~suppressed[start:end]).flatten()
+        if not len(rows):
+            continue
+        keep = _greedy_keep(torch.triu(overlaps(rows, rows), 1))
+        suppressed[rows[~keep]] = True
+        later = end + torch.nonzero(~suppressed[end:]).flatten()   # what the kept may suppress
+        if len(later):
+            suppressed[later[overlaps(rows[keep], later).any(dim=0)]] = True
     return suppressed
+
+
+def _greedy_keep(over):
+    """Which boxes of a block greedy suppression keeps: box b when no kept box a < b overlaps
+    it (over[a, b], strictly upper-triangular). Found by repeating keep = ~any(keep[a] &
+    over[a, b]) from keep = all until nothing changes: round t settles box t at the latest,
+    and the one fixed point is greedy's answer (chains of suppression are short, so a few
+    rounds instead of a step per box)."""
+    keep = torch.ones(over.shape[0], dtype=torch.bool)
+    while True:
+        new = ~over[keep].any(dim=0)
+        if torch.equal(new, keep):
+            return keep
+        keep = new
 
 
 def _box_nms(p, data):

@@ -7,7 +7,9 @@ pixel outside the map is 0; otherwise it is clamped to the map. Regions whose ba
 negative give 0. Gradients reach the data only (MXNet gives the regions none).
 
 ROIAlign's samples form a product grid, so a bin's average is Ay @ data @ Ax^T with one
-(pooled_h x H) and one (pooled_w x W) weight matrix per region: two matmuls per image.
+(pooled_h x H) and one (pooled_w x W) weight matrix per region, nonzero only over the window of
+the map the region's samples touch: two batched matmuls per chunk of regions over those
+windows, gathered from the map (work in proportion to the regions' areas, not the map's).
 """
 import math
 
@@ -18,6 +20,7 @@ from .registry import OpDef, register
 from .shapes import merge, require
 
 _CHUNK = 128          # regions per matmul: bounds the temporary (chunk, C, pooled_h, W)
+_CHUNK_ELEMENTS = 1 << 23     # elements of the map windows ROIAlign gathers at once
 
 
 def _wide(x):
@@ -65,6 +68,63 @@ def _axis_weights(start, bin_size, grid, pooled, length):
     return weights
 
 
+def _windows(weights):
+    """Per region, the first map row of its weights' nonzero span along one axis and the span's
+    length (0 where every sample falls outside the map)."""
+    used = weights.ne(0).any(dim=1)                    # (R, length)
+    length = used.shape[1]
+    first = used.to(torch.uint8).argmax(dim=1)
+    last = length - 1 - used.flip(1).to(torch.uint8).argmax(dim=1)
+    return first, torch.where(used.any(dim=1), last - first + 1, torch.zeros_like(first))
+
+
+def _window_weights(weights, first, size):
+    """(R, pooled, size) weights of the map rows first .. first + size - 1 (0 past the map)."""
+    rows = first[:, None] + torch.arange(size, device=first.device)
+    inside = rows < weights.shape[2]
+    rows = rows.clamp(max=weights.shape[2] - 1)
+    picked = weights.gather(2, rows[:, None, :].expand(-1, weights.shape[1], -1))
+    return picked * inside[:, None, :].to(weights.dtype), rows
+
+
+def _pool_windows(x, index, ay, ax):
+    """out[r, c] = ay[r] @ x[index[r], c] @ ax[r]^T, each region reading only the window of the
+    map its weights cover: regions sorted by window area, gathered from a channels-last copy of
+    the map in chunks (the gathered windows bound by _CHUNK_ELEMENTS), two batched matmuls per
+    chunk. Regions of a negative (or missing) batch index, or of no window, give 0."""
+    regions, (batch, channels) = index.shape[0], x.shape[:2]
+    out = x.new_zeros((regions, channels, ay.shape[1], ax.shape[1]))
+    with torch.no_grad():
+        y0, hs = _windows(ay)
+        x0, ws = _windows(ax)
+        valid = (index >= 0) & (index < batch) & (hs > 0) & (ws > 0)
+        order = torch.nonzero(valid).flatten()
+        order = order[torch.argsort(hs[order] * ws[order], stable=True)]
+        sizes = (hs[order] * ws[order]).tolist()
+    if not sizes:
+        return out
+    maps = x.permute(0, 2, 3, 1)                # (B, H, W, C): a window is rows of channels
+    if not maps.is_contiguous():
+        maps = maps.contiguous()
+    picked, pieces, start = [], [], 0
+    while start < len(sizes):
+        stop = start + 1            # ascending areas: the last one bounds the chunk's windows
+        while stop < len(sizes) and stop - start < _CHUNK and \
+                (stop + 1 - start) * sizes[stop] * channels <= _CHUNK_ELEMENTS:
+            stop += 1
+        sel = order[start:stop]
+        with torch.no_grad():
+            wy, rows = _window_weights(ay[sel], y0[sel], int(hs[sel].max()))
+            wx, cols = _window_weights(ax[sel], x0[sel], int(ws[sel].max()))
+        crops = maps[index[sel][:, None, None], rows[:, :, None], cols[:, None, :]]  # r,h,w,c
+        rows_pooled = torch.matmul(wy.to(x.dtype), crops.flatten(2))   # (r, ph, w * c)
+        rows_pooled = rows_pooled.reshape(len(sel), wy.shape[1], cols.shape[1], channels)
+        pieces.append(torch.einsum('rpwc,rqw->rcpq', rows_pooled, wx.to(x.dtype)))
+        picked.append(sel)
+        start = stop
+    return out.index_copy(0, torch.cat(picked), torch.cat(pieces))
+
+
 def _check_inputs(op, data, rois, columns):
     require(data.dim() == 4, '%s: data must be 4-D (batch, channel, height, width), got shape '
             '%s', op, tuple(data.shape))
@@ -91,18 +151,7 @@ def _roi_align(p, data, rois):
             roi_w, roi_h = roi_w.clamp(min=1), roi_h.clamp(min=1)
         ay = _axis_weights(y1, roi_h / ph, _grid(op, p, p.sample_ratio, roi_h, ph), ph, height)
         ax = _axis_weights(x1, roi_w / pw, _grid(op, p, p.sample_ratio, roi_w, pw), pw, width)
-    x = _wide(data)
-    out = x.new_zeros((rois.shape[0], channels, ph, pw))
-    picked, pieces = [], []
-    for b in range(batch):
-        chosen = (index == b).nonzero().flatten()
-        for start in range(0, chosen.numel(), _CHUNK):
-            sel = chosen[start:start + _CHUNK]
-            rows = torch.einsum('rph,chw->rcpw', ay[sel].to(x.dtype), x[b])
-            picked.append(sel)
-            pieces.append(torch.einsum('rcpw,rqw->rcpq', rows, ax[sel].to(x.dtype)))
-    if pieces:          # one copy into the output (regions of no batch item stay 0)
-        out = out.index_copy(0, torch.cat(picked), torch.cat(pieces))
+    out = _pool_windows(_wide(data), index, ay, ax)
     if p.position_sensitive:
         out = out.reshape(rois.shape[0], channels // (ph * pw), ph * pw, ph * pw)
         out = out.diagonal(dim1=2, dim2=3).reshape(rois.shape[0], -1, ph, pw)
