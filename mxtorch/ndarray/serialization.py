@@ -7,6 +7,8 @@ read and written as MXNet's sparse records (CSRNDArray, RowSparseNDArray) and st
 load. Every size taken from the file is checked against the bytes present before use, and the
 parts of a sparse record against its shape (without densifying it).
 """
+import functools
+import math
 import os
 import struct
 import tempfile
@@ -96,8 +98,49 @@ def _read_dense(reader, shape, dtype, what):
     return torch.from_numpy(arr.reshape(shape))
 
 
-def _read_record(reader, what):
-    """One array record -> torch tensor on CPU (None for an empty 'none' record)."""
+_DENSE_HEAD = struct.Struct('<Iii')         # magic, storage type, ndim
+_DEVICE_DTYPE = struct.Struct('<iii')       # device type, device id, dtype flag
+
+
+def _read_plain_dense(reader, magic):
+    """The common record (`magic`, dense, 1 to MAX_NDIM dims, at least one element, a known
+    dtype other than bfloat16, all its bytes present) read with a few unpacks; None, with
+    nothing consumed, for any other record, which _read_record reads field by field."""
+    buf, pos = reader.buf, reader.pos
+    if len(buf) - pos < 12:
+        return None
+    head, stype, ndim = _DENSE_HEAD.unpack_from(buf, pos)
+    if head != magic or stype != 0 or not 0 < ndim <= MAX_NDIM:
+        return None
+    data_at = pos + 24 + 8 * ndim
+    if data_at > len(buf):
+        return None
+    shape = struct.unpack_from('<%dq' % ndim, buf, pos + 12)
+    dtype = CODE_DTYPES.get(_DEVICE_DTYPE.unpack_from(buf, data_at - 12)[2])
+    count = math.prod(shape)
+    if dtype is None or dtype == bfloat16 or min(shape) <= 0 or \
+            data_at + count * dtype.itemsize > len(buf):
+        return None
+    reader.pos = data_at + count * dtype.itemsize
+    arr = np.frombuffer(buf, dtype=_little(dtype), count=count, offset=data_at)
+    if not (reader.owned and arr.flags.aligned and arr.flags.writeable):
+        arr = arr.astype(dtype, copy=True)
+    return torch.from_numpy(arr.reshape(shape))
+
+
+@functools.lru_cache(maxsize=None)
+def _little(dtype):
+    return dtype.newbyteorder('<')
+
+
+def _read_record(reader, what, fast_magic=None):
+    """One array record -> torch tensor on CPU (None for an empty 'none' record). fast_magic:
+    the record version the caller expects (V2, or V3 under NumPy-shape semantics), whose plain
+    dense records take _read_plain_dense's short path."""
+    if fast_magic is not None:
+        tensor = _read_plain_dense(reader, fast_magic)
+        if tensor is not None:
+            return tensor
     magic = reader.u32(what + ' magic')
     if magic in (V2_MAGIC, V3_MAGIC) and (magic == V3_MAGIC) != is_np_shape():
         # as MXNet: a record is read back under the shape semantics it was written in
@@ -198,6 +241,25 @@ def _wrap_cpu(tensor):
     return _wrap(tensor, Context('cpu', 0))
 
 
+def _wrap_all(tensors):
+    """_wrap_cpu of each (None stays None), importing once."""
+    from .ndarray import NDArray, _wrap
+    return [t if t is None or isinstance(t, NDArray) else _wrap(t, Context('cpu', 0))
+            for t in tensors]
+
+
+def _read_name(reader, i):
+    buf, pos = reader.buf, reader.pos
+    length = struct.unpack_from('<Q', buf, pos)[0] if len(buf) - pos >= 8 else None
+    if length is None or pos + 8 + length > len(buf):
+        reader.take(reader.u64('name %d length' % i), 'name %d' % i)     # raises, saying why
+    reader.pos = pos + 8 + length
+    try:
+        return str(buf[pos + 8:reader.pos], 'utf-8')
+    except UnicodeDecodeError:
+        raise _invalid('name %d is not UTF-8' % i) from None
+
+
 def load_frombuffer(buf):
     """Parse an NDArray list file held in memory: a list, or a dict when names are stored."""
     if not isinstance(buf, (bytes, bytearray, memoryview)):
@@ -217,18 +279,13 @@ def _parse_list(buf, owned=False):
     count = reader.u64('array count')
     if count > reader.remaining() // 4:        # every record takes at least 4 bytes
         raise _invalid('file claims %d arrays but holds only %d bytes' % (count, reader.remaining()))
-    tensors = [_read_record(reader, 'array %d' % i) for i in range(count)]
+    fast_magic = V3_MAGIC if is_np_shape() else V2_MAGIC
+    tensors = [_read_record(reader, 'array %d' % i, fast_magic) for i in range(count)]
     n_names = reader.u64('name count')
     if n_names not in (0, count):
         raise _invalid('%d names for %d arrays' % (n_names, count))
-    names = []
-    for i in range(n_names):
-        length = reader.u64('name %d length' % i)
-        try:
-            names.append(bytes(reader.take(length, 'name %d' % i)).decode('utf-8'))
-        except UnicodeDecodeError:
-            raise _invalid('name %d is not UTF-8' % i) from None
-    arrays = [_wrap_cpu(t) if t is not None else None for t in tensors]
+    names = [_read_name(reader, i) for i in range(n_names)]
+    arrays = _wrap_all(tensors)
     if n_names == 0:
         return arrays
     return dict(zip(names, arrays))
