@@ -227,10 +227,8 @@ def _gru_step(graph, split_x):
     h_prev = _other(mul_z[0].inputs, z)
     if minus_nodes is None or h_prev is None or graph.only_reader(minus) is not mul_n:
         return None
-    z_readers = graph.readers_of(z)
-    allowed = {id(n) for n in minus_nodes} | {id(mul_z[0])}
-    if not graph.read_only_within(z, allowed) or len(z_readers) != len(allowed) + \
-            (1 if _is(minus_nodes[-1], 'ones_like') else 0) - (len(minus_nodes) - 1):
+    allowed = {id(n) for n in minus_nodes} | {id(mul_z[0])}      # each reads z once
+    if not graph.read_only_within(z, allowed) or len(graph.readers_of(z)) != len(allowed):
         return None
     hidden = graph.shape((out, 0))
     if hidden is None or len(hidden) != 2 or graph.shape(h_prev) != hidden:
