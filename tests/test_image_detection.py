@@ -1,7 +1,8 @@
 """mx.image.detection: the detection augmenters and ImageDetIter against MXNet 1.9.1.
 
 The expected crops, pads and flips are what MXNet 1.9.1 gives after the same `random.seed`
-(its augmenters draw from Python's `random`); the iterator reads a small .lst / .rec / imglist
+(its augmenters draw from Python's `random`; tests/fixtures/gen_graph_hawkes_det.py prints
+them); the iterator reads a small .lst / .rec / imglist
 written by the test into a temporary folder.
 """
 import json

@@ -1,5 +1,6 @@
 """DGL graph operators (mx.nd.contrib.edge_id, dgl_adjacency, dgl_subgraph, the csr neighbour
-samplers, dgl_graph_compact) against outputs of MXNet 1.9.1 (constants below)."""
+samplers, dgl_graph_compact) against outputs of MXNet 1.9.1 (constants below, printed by
+tests/fixtures/gen_graph_hawkes_det.py)."""
 import numpy as np
 import pytest
 

@@ -1,5 +1,5 @@
 """mx.nd.contrib.hawkesll: the Hawkes process log likelihood and its gradient, against numbers
-from MXNet 1.9.1 (inputs and outputs below)."""
+from MXNet 1.9.1 (inputs and outputs below, printed by tests/fixtures/gen_graph_hawkes_det.py)."""
 import numpy as np
 import pytest
 
