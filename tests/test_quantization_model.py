@@ -78,7 +78,7 @@ def test_excluded_layers_stay_float():
     ops = {n['name']: n['op'] for n in json.loads(qsym.tojson())['nodes']}
     assert ops['fc0'] == 'FullyConnected' and ops['pool0'] == 'Pooling'
     assert ops['quantized_conv0'] == '_contrib_quantized_conv'
-    assert ops['relu0_dequantize'] == '_contrib_dequantize'
+    assert ops['conv0_dequantize'] == '_contrib_dequantize'
     assert 'fc0_weight' in qargs and 'fc0_weight_quantize' not in qargs
 
 
@@ -202,3 +202,48 @@ def test_mxnet_fused_quantized_bn_and_sum(mode):
         np.testing.assert_allclose(out, FX['fused_none:out'], atol=0.4)
     # with naive calibration the wheel's own output is far off (its MKL-DNN sum takes the
     # uint8 relu output as the int8 sum operand): not compared
+
+
+def rich_net():
+    data = mx.sym.var('data')
+    act = mx.sym.Activation(mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=4,
+                                               name='c0'), act_type='relu', name='r0')
+    b1 = mx.sym.Convolution(act, kernel=(1, 1), num_filter=2, name='c1')
+    b2 = mx.sym.Convolution(act, kernel=(1, 1), num_filter=2, name='c2')
+    net = mx.sym.Concat(b1, b2, dim=1, name='cat0')
+    net = mx.sym.elemwise_add(net, act, name='add0')
+    net = mx.sym.elemwise_mul(net, net, name='mul0')
+    net = mx.sym.Pooling(net, kernel=(2, 2), stride=(2, 2), pool_type='avg', name='p0')
+    net = mx.sym.tanh(net, name='tanh0')
+    net = mx.sym.flatten(net, name='f0')
+    net = mx.sym.FullyConnected(net, num_hidden=3, name='fc0')
+    return mx.sym.SoftmaxOutput(net, name='softmax')
+
+
+RICH = json.load(open(os.path.join(HERE, 'quantization.json')))['rich']
+
+
+@pytest.mark.parametrize('key', sorted(RICH))
+def test_quantize_modes_and_exclusions_give_mxnets_graph(key):
+    mode, calib, excl = key.split('_', 2)
+    kw = {}
+    if excl == 'c1':
+        kw['excluded_sym_names'] = ['c1']
+    elif excl:
+        kw['excluded_op_names'] = [excl]
+    args = {k[len('rich:arg:'):]: mx.nd.array(FX[k]) for k in FX.files
+            if k.startswith('rich:arg:')}
+    it = mx.io.NDArrayIter(FX['rich:data'], np.zeros(8), batch_size=4)
+    qsym, qargs, _ = quantize_model(rich_net(), args, {}, calib_mode=calib, calib_data=it,
+                                    num_calib_examples=8, quantized_dtype='int8',
+                                    quantize_mode=mode, **kw)
+    mine, ref = json.loads(qsym.tojson())['nodes'], RICH[key]['nodes']
+    assert [(n['op'], n['name'], n['inputs']) for n in mine] == \
+        [(n['op'], n['name'], n['inputs']) for n in ref]
+    for a, b in zip(mine, ref):
+        _same_attrs(a.get('attrs', {}), b.get('attrs', {}))
+    feed = dict(qargs, data=mx.nd.array(FX['rich:data'][:4]), softmax_label=mx.nd.zeros(4))
+    out = qsym.bind(mx.cpu(), feed).forward()[0].asnumpy()
+    fargs = dict(args, data=mx.nd.array(FX['rich:data'][:4]), softmax_label=mx.nd.zeros(4))
+    ref_out = rich_net().bind(mx.cpu(), fargs).forward()[0].asnumpy()
+    np.testing.assert_allclose(out, ref_out, atol=0.05)

@@ -10,11 +10,12 @@ Calibration ('naive': the min and max of each layer output on calibration data; 
 KL-divergence threshold of its histogram) writes min_calib_range / max_calib_range on the
 quantize and requantize nodes; 'none' leaves the ranges to run time.
 
-Layers quantized: Convolution and FullyConnected always; Pooling (max, avg), Activation (relu),
-Flatten, Concat, elemwise_add, elemwise_mul where their input already is int8 (quantize_mode
-'smart') or always ('full'); Embedding (its weight). MXNet's MKL-DNN fusion
-(`get_backend_symbol('MKLDNN_QUANTIZE')`) is not applied: `quantize_model_mkldnn` gives the
-unfused graph, which runs with the same numbers up to rounding.
+Layers quantized (ops/quantized_nn.quantized_form): Convolution, FullyConnected and Embedding
+always; Pooling (max, avg), Activation (relu), Flatten, Concat, elemwise_add and elemwise_mul
+always in quantize_mode 'full', and in 'smart' mode where int8 flows in and on to another
+quantized layer. MXNet's MKL-DNN fusion (`get_backend_symbol('MKLDNN_QUANTIZE')`) is not
+applied: `quantize_model_mkldnn` gives the unfused graph, which computes the same up to
+rounding (graphs fused by MXNet load and run: ops/mkldnn_subgraph.py).
 """
 import ctypes  # noqa: F401  (MXNet's module namespace, which `import *` copies, has these)
 import logging
@@ -35,6 +36,7 @@ from ..capi import as_array
 from ..context import Context, cpu
 from ..io import DataBatch, DataDesc, DataIter
 from ..module import Module
+from ..ops.quantized_nn import DEQUANTIZE, QUANTIZE, REQUANTIZE, output_tag, quantized_form
 from ..ops.registry import get_op
 from ..symbol import Symbol
 from ..symbol import load as sym_load
@@ -42,34 +44,6 @@ from ..symbol.graph import Node, topo_order
 from .. import ndarray
 from ..ndarray import NDArray  # noqa: F401
 from ..ndarray import load as nd_load, save as nd_save  # noqa: F401
-
-# float op -> (quantized op, indices of the inputs to quantize (None: all arguments),
-#              needs requantize (int32 out), always quantized (else only after int8 data))
-_QUANTIZABLE = {
-    'Convolution': ('_contrib_quantized_conv', None, True, True),
-    'FullyConnected': ('_contrib_quantized_fully_connected', None, True, True),
-    'Pooling': ('_contrib_quantized_pooling', (0,), False, False),
-    'Activation': ('_contrib_quantized_act', (0,), False, False),
-    'Flatten': ('_contrib_quantized_flatten', (0,), False, False),
-    'Concat': ('_contrib_quantized_concat', None, False, False),
-    'elemwise_add': ('_contrib_quantized_elemwise_add', (0, 1), False, False),
-    'elemwise_mul': ('_contrib_quantized_elemwise_mul', (0, 1), False, False),
-    'Embedding': ('_contrib_quantized_embedding', (1,), False, True),
-}
-# quantized ops that take calibrated output ranges themselves
-_CALIBRATED_OUTPUT = ('_contrib_quantized_elemwise_add', '_contrib_quantized_elemwise_mul')
-
-
-def _quantizable(node):
-    if node.op is None or node.op.name not in _QUANTIZABLE:
-        return False
-    p = node.params
-    if node.op.name == 'Activation':
-        return p.act_type == 'relu'
-    if node.op.name == 'Pooling':
-        return p.pool_type in ('max', 'avg') and len(p.kernel) in (0, 2)
-    return True
-
 
 def _fmt(value):
     """A calibrated range as MXNet writes it (C++ std::to_string of a float)."""
@@ -95,10 +69,11 @@ class _Pass:
 
     def run(self):
         order = topo_order(self.sym._entries)
+        self.marked = self._mark(order)
         for node in order:
             if node.op is None:
                 self.mirror[id(node)] = node
-            elif self._should_quantize(node):
+            elif id(node) in self.marked:
                 self._quantize_node(node)
             else:
                 self._copy_node(node)
@@ -106,14 +81,32 @@ class _Pass:
         return Symbol(heads), self.calib_layers
 
     # -- decisions --------------------------------------------------------------------------
-    def _should_quantize(self, node):
-        if not _quantizable(node) or node.name in self.excluded_symbols or \
-                node.op.name in self.excluded_operators:
-            return False
-        always = _QUANTIZABLE[node.op.name][3]
-        if always or self.mode == 'full':
-            return True
-        return any(id(c) in self.quantized for c, _ in node.inputs)
+    def _mark(self, order):
+        """ids of the nodes to quantize: conv / fc / embedding always; the others ('maybe')
+        in 'full' mode always, in 'smart' mode where an input is int8 and some consumer is
+        quantized too (so that int8 flows on to a conv or fc)."""
+        marked = set()
+        for node in order:
+            if not self._allowed(node):
+                continue
+            if quantized_form(node.op, node.params)[3] or self.mode == 'full' or \
+                    any(id(c) in marked for c, _ in node.inputs):
+                marked.add(id(node))
+        if self.mode == 'smart':
+            consumers = {}
+            for node in order:
+                for c, _ in node.inputs:
+                    consumers.setdefault(id(c), []).append(node)
+            for node in reversed(order):
+                if id(node) in marked and not quantized_form(node.op, node.params)[3] and \
+                        not any(id(n) in marked for n in consumers.get(id(node), ())):
+                    marked.discard(id(node))
+        return marked
+
+    def _allowed(self, node):
+        return node.op is not None and quantized_form(node.op, node.params) is not None and \
+            node.name not in self.excluded_symbols and \
+            node.op.name not in self.excluded_operators
 
     # -- entries ------------------------------------------------------------------------------
     def _float_entry(self, entry):
@@ -123,7 +116,7 @@ class _Pass:
             key = (id(node), index)
             if key not in self.dequantized:
                 q = self.quantized[id(node)]
-                deq = Node(get_op('_contrib_dequantize'), node.name + '_dequantize', {}, list(q))
+                deq = Node(get_op(DEQUANTIZE), node.name + '_dequantize', {}, list(q))
                 self.dequantized[key] = (deq, 0)
             return self.dequantized[key]
         return (self.mirror[id(node)], index)
@@ -140,10 +133,9 @@ class _Pass:
                 self.quantize_nodes[key] = tuple((Node(None, n, {}, []), 0) for n in (
                     base, base + '_min', base + '_max'))
             else:
-                name = node.name if node.op is None else node.name
-                if node.op is not None and node.num_outputs() > 1:
-                    name += '_' + node.op.output_names(node.params)[index]
-                qnode = Node(get_op('_contrib_quantize_v2'), name + '_quantize',
+                name = node.name if node.op is None else '%s_%s' % (
+                    node.name, output_tag(node.op, node.params, index))
+                qnode = Node(get_op(QUANTIZE), name + '_quantize',
                              {'out_type': self.dtype}, [self._float_entry(entry)])
                 layer = node.name if node.op is None else node.output_names()[index]
                 if layer not in self.calib_layers:
@@ -158,7 +150,7 @@ class _Pass:
                                      node.subgraphs)
 
     def _quantize_node(self, node):
-        qop, which, requantize, _ = _QUANTIZABLE[node.op.name]
+        qop, which, requantize, _ = quantized_form(node.op, node.params)
         n_args = node.num_args()
         which = range(n_args) if which is None else which
         values, ranges = [], []
@@ -170,17 +162,15 @@ class _Pass:
             else:
                 values.append(self._float_entry(entry))
         attrs = {k: v for k, v in node.attrs.items()
-                 if k in get_op(qop).params or k.startswith('__')}
-        new = Node(get_op(qop), 'quantized_' + node.name, attrs, values + ranges)
+                 if k in qop.params or k.startswith('__')}
+        new = Node(qop, 'quantized_' + node.name, attrs, values + ranges)
         self.mirror[id(node)] = new
         out = ((new, 0), (new, 1), (new, 2))
         layer = node.output_names()[0]
         if requantize:
-            req = Node(get_op('_contrib_requantize'), 'requantize_' + node.name,
+            req = Node(get_op(REQUANTIZE), 'requantize_' + node.name,
                        {'out_type': self.dtype}, list(out))
             out = ((req, 0), (req, 1), (req, 2))
-            self.calib_layers.append(layer)
-        elif qop in _CALIBRATED_OUTPUT:
             self.calib_layers.append(layer)
         self.quantized[id(node)] = out
 
@@ -201,20 +191,18 @@ def _quantize_symbol(sym, ctx, excluded_symbols=None, excluded_operators=None,
 
 def _calibrate_quantized_sym(qsym, th_dict):
     """qsym with min_calib_range / max_calib_range from th_dict ({layer output: (min, max)})
-    on the quantize_v2, requantize and calibrated-output nodes."""
+    on the quantize_v2 and requantize nodes."""
     if not th_dict:
         return qsym
     for node in topo_order(qsym._entries):
         if node.op is None:
             continue
         key = None
-        if node.op.name == '_contrib_quantize_v2':
+        if node.op.name == QUANTIZE:
             src, index = node.inputs[0]
             key = src.name if src.op is None else src.output_names()[index]
-        elif node.op.name == '_contrib_requantize' and node.name.startswith('requantize_'):
+        elif node.op.name == REQUANTIZE and node.name.startswith('requantize_'):
             key = node.name[len('requantize_'):] + '_output'
-        elif node.op.name in _CALIBRATED_OUTPUT and node.name.startswith('quantized_'):
-            key = node.name[len('quantized_'):] + '_output'
         if key is not None and key in th_dict:
             lo, hi = th_dict[key]
             node.attrs['min_calib_range'] = _fmt(lo)

@@ -15,9 +15,9 @@ by the same schema and shape rules.
 import torch
 
 from ..base import np_dtype
-from .params import Bool, Enum, Float, Int
-from .quantization import (INT32_RANGE, MKLDNN_STEPS, STEPS, calibrated, out_dtype, real_range,
-                           saturate, steps_per_unit, _CALIB, _f32)
+from .params import Bool, Int
+from .quantization import (INT32_RANGE, MKLDNN_STEPS, STEPS, calibrated, real_range, saturate,
+                           steps_per_unit, _CALIB, _f32)
 from .registry import OpDef, get_op, register
 from .shapes import merge, require
 
@@ -407,3 +407,48 @@ register(OpDef('_contrib_quantized_rnn', _rnn, params=dict(get_op('RNN').params)
                inputs=('data', 'parameters', 'state', 'state_cell', 'min_data', 'max_data'),
                outputs=_rnn_outputs, differentiable=False, infer_shape=_rnn_shape,
                infer_type=_rnn_type))
+
+
+# ---------------------------------------------------------------------------------------------
+# what the quantization pass (mx.contrib.quantization) makes of float operators
+# ---------------------------------------------------------------------------------------------
+QUANTIZE, REQUANTIZE, DEQUANTIZE = '_contrib_quantize_v2', '_contrib_requantize', \
+    '_contrib_dequantize'
+
+# float op -> (quantized op, inputs to quantize (None: every argument), its int32 output is
+# requantized, quantized always (else only where int8 flows through it: 'maybe'))
+_FORMS = {
+    'Convolution': ('_contrib_quantized_conv', None, True, True),
+    'FullyConnected': ('_contrib_quantized_fully_connected', None, True, True),
+    'Embedding': ('_contrib_quantized_embedding', (1,), False, True),
+    'Pooling': ('_contrib_quantized_pooling', (0,), False, False),
+    'Activation': ('_contrib_quantized_act', (0,), False, False),
+    'Flatten': ('_contrib_quantized_flatten', (0,), False, False),
+    'Concat': ('_contrib_quantized_concat', None, False, False),
+    'elemwise_add': ('_contrib_quantized_elemwise_add', (0, 1), True, False),
+    'elemwise_mul': ('_contrib_quantized_elemwise_mul', (0, 1), True, False),
+}
+
+
+def quantized_form(op, p):
+    """(quantized OpDef, indices of the inputs to quantize, requantize?, always?) of a float
+    operator with params p, or None where MXNet's pass leaves it float."""
+    form = _FORMS.get(op.name)
+    if form is None:
+        return None
+    if op.name == 'Activation' and p.act_type != 'relu':
+        return None
+    if op.name == 'Pooling' and (p.pool_type not in ('max', 'avg') or len(p.kernel) not in (0, 2)):
+        return None
+    qop, which, requantize, always = form
+    return get_op(qop), which, requantize, always
+
+
+def output_tag(op, p, index):
+    """How MXNet's pass names output `index` of a node in the names of nodes it adds after it:
+    by the output's name for operators that name their outputs (the legacy layers and binary
+    elementwise ops), by its index for the others."""
+    from .registry import _NAMED_INPUT_OPS
+    if op.name in _NAMED_INPUT_OPS or op.input_names(p)[:2] == ['lhs', 'rhs']:
+        return op.output_names(p)[index]
+    return str(index)
