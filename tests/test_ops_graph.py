@@ -152,6 +152,12 @@ def test_uniform_sample_draws_distinct_neighbours():
         seen.add(tuple(row))
     assert len(seen) > 1
 
+    def draws():
+        mx.random.seed(5)
+        return [_parts(mx.nd.contrib.dgl_csr_neighbor_uniform_sample(
+            g, _ids([0]), num_hops=2, num_neighbor=2, max_num_vertices=5)[1]) for _ in range(3)]
+    assert draws() == draws()          # mx.random.seed repeats the draws
+
 
 def test_graph_compact():
     ids, sub, _ = mx.nd.contrib.dgl_csr_neighbor_uniform_sample(
