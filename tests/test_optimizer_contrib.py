@@ -227,3 +227,10 @@ def test_rules_trace_without_host_syncs():
     rules.adam(w, g, m, v, [0.1, 0.2], [0.0, 0.01], clip=1.0)
     rules.adamw(w, g, m, v, [0.1, 0.2], [0.0, 0.01], [1.0, 1.0])
     rules.lamb(w, g, m, v, [0.1, 0.2], [0.0, 0.01], [1, 2], lower_bound=0.1)
+
+
+def test_group_adagrad_with_no_stored_rows_changes_nothing():
+    w, h = mx.nd.ones((3, 4)), mx.nd.zeros((3, 1))
+    g = mx.nd.sparse.zeros('row_sparse', (3, 4))
+    mx.nd.contrib.group_adagrad_update(w, g, h, lr=0.1, out=w)
+    assert (w.asnumpy() == 1).all() and (h.asnumpy() == 0).all()

@@ -184,10 +184,9 @@ def group_adagrad(weights, grads, histories, lrs, epsilon=1e-5, rescale=1.0, cli
     """AdaGrad with one rate per row: G = clip(rescale * g);
     h += mean of G^2 over each row (h has one entry per row); w -= lr * G / sqrt(h + epsilon)."""
     for w, g, h, lr in zip(weights, scaled_grads(grads, rescale, clip), histories, lrs):
-        rows = g.reshape(g.shape[0], -1)
-        flat_h = h.view(h.shape[0], -1)
-        flat_h.add_((rows * rows).sum(dim=1, keepdim=True) / rows.shape[1])
-        w.view(w.shape[0], -1).sub_(lr * rows / torch.sqrt(flat_h + epsilon))
+        rows = g.flatten(1) if g.dim() > 1 else g.unsqueeze(1)
+        h.add_(((rows * rows).sum(dim=1) / rows.shape[1]).reshape(h.shape))
+        w.sub_((lr * rows / torch.sqrt(h.reshape(-1, 1) + epsilon)).reshape(w.shape))
 
 
 @torch.no_grad()
