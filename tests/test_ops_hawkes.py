@@ -76,3 +76,15 @@ def test_hawkesll_symbol_and_checks():
     args[5] = args[5].astype('float32')
     with pytest.raises(MXNetError, match='int32'):
         mx.nd.contrib.hawkesll(*args)
+
+
+def test_hawkesll_fractional_valid_length_counts_up():
+    # MXNet 1.9.1: point j is used while j < valid_length (2.5 -> three points)
+    args = [mx.nd.array([[1.0, 2.0]]), mx.nd.array([0.3, 0.4]), mx.nd.array([1.0, 2.0]),
+            mx.nd.array([[0.1, 0.2]]), mx.nd.array([[0.5, 0.6, 0.7]]),
+            mx.nd.array([[0, 1, 0]], dtype='int32'), mx.nd.array([2.5]), mx.nd.array([3.0])]
+    np.testing.assert_allclose(mx.nd.contrib.hawkesll(*args)[0].asnumpy(), [-9.181208610534668],
+                               rtol=1e-6)
+    args[6] = mx.nd.array([2.0])
+    np.testing.assert_allclose(mx.nd.contrib.hawkesll(*args)[0].asnumpy(), [-9.054729461669922],
+                               rtol=1e-6)

@@ -128,10 +128,6 @@ def _check_vertices(name, what, v, n):
                          % (name, v.max() if v.max() >= n else v.min(), what, n))
 
 
-def _types(p, ins, outs, out_types):
-    return ins, list(out_types)
-
-
 # ---------------------------------------------------------------------------------------------
 # edge_id and dgl_adjacency
 # ---------------------------------------------------------------------------------------------

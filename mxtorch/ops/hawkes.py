@@ -15,6 +15,8 @@ decayed to max_time[i].
 The gradient is MXNet's: w.r.t. lda, alpha and beta from the log likelihood's head gradient
 (the out_state output passes none back); zero for state; the other inputs get none.
 """
+import math
+
 import numpy as np
 import torch
 
@@ -32,7 +34,7 @@ def _loglike(mu, alpha, beta, state, lags, marks, valid_length, max_time):
     memory = state.to(mu.dtype).expand(n, k)
     ll = torch.zeros(n, dtype=mu.dtype, device=mu.device)
     rows = torch.arange(n, device=mu.device)
-    steps = int(valid_length.max()) if valid_length.numel() else 0
+    steps = math.ceil(float(valid_length.max())) if valid_length.numel() else 0
     for j in range(min(steps, lags.shape[1])):
         valid = valid_length > j
         mark = torch.where(valid, marks[:, j].long(), torch.zeros_like(marks[:, j].long()))
