@@ -96,6 +96,7 @@ def _graph_op(name, kernel, graph_inputs, out_stypes, **kwargs):
             for r in kernel(p, args))
         return outs[0] if len(outs) == 1 else outs
 
+    kwargs.setdefault('doc', kernel.__doc__ or '')
     op = OpDef(name, forward, differentiable=False, **kwargs)
     op.infer_storage = infer_storage
     op.sparse_forward = sparse_forward
@@ -209,6 +210,8 @@ def _induced(g, vertices):
 
 
 def _subgraph(p, args):
+    """The subgraph induced by each sorted vertex set (csr, vertices renumbered by position):
+    edge ids 0..n-1, and with return_mapping a second csr per set holding the parent's ids."""
     g, sets = args[0], args[1:]
     _check_graph('dgl_subgraph', g)
     new, old = [], []
@@ -324,6 +327,11 @@ def _sample_one(name, g, seeds, p, probability):
 
 def _sampler(name, n_fixed):
     def kernel(p, args):
+        """Subgraphs sampled from each seed array: num_neighbor neighbours of every vertex
+        within num_hops - 1 hops, up to max_num_vertices vertices. Outputs, one per seed array
+        in each group: the sorted vertex ids (the last entry: their count), the subgraph (csr,
+        row i for vertex i of the list, parent columns and edge ids), [the vertices'
+        probabilities,] the hop at which each vertex was reached."""
         g = args[0]
         _check_graph(name, g)
         probability = None
@@ -386,6 +394,9 @@ for _name, _fixed in (('_contrib_dgl_csr_neighbor_uniform_sample', 1),
 # dgl_graph_compact: a sampled subgraph with its vertices renumbered 0..size-1
 # ---------------------------------------------------------------------------------------------
 def _compact(p, args):
+    """Each sampled subgraph (the first half of the inputs) renumbered by its vertex ids (the
+    second half) to graph_sizes[i] x graph_sizes[i], with new edge ids 0..n-1; with
+    return_mapping a second csr per graph holds the parent's edge ids."""
     half = len(args) // 2
     require(len(p.graph_sizes) == half, 'dgl_graph_compact: graph_sizes has %d entries for %d '
             'graphs', len(p.graph_sizes), half)

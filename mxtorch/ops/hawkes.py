@@ -72,6 +72,9 @@ class _HawkesLL(torch.autograd.Function):
 
 
 def _hawkesll(p, *inputs):
+    """Log likelihood (N,) of K univariate Hawkes processes per sample, and the processes'
+    memory at max_time (N, K): lda (N, K), alpha (K,), beta (K,), state (N, K), lags and
+    marks (N, T), valid_length (N,), max_time (N,)."""
     require(inputs[5].dtype == torch.int32, 'hawkesll: marks must be int32, got %s',
             str(inputs[5].dtype).replace('torch.', ''))
     return _HawkesLL.apply(*inputs)

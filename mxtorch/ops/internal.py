@@ -22,7 +22,7 @@ from .shapes import same_shape, same_type
 # _CrossDeviceCopy
 # ---------------------------------------------------------------------------------------------
 register(OpDef('_CrossDeviceCopy', lambda p, data: data.clone(), infer_shape=same_shape,
-               infer_type=same_type))
+               infer_type=same_type, doc='A copy of data (in MXNet: to another device).'))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -41,7 +41,7 @@ def _live(p, name):
     return pyop
 
 
-def _python_op(name, params, need_top_grad):
+def _python_op(name, frontend, params, need_top_grad):
     def custom(p):
         return _CUSTOM.parse_params({'op_type': _live(p, name)._op_type})
 
@@ -50,6 +50,7 @@ def _python_op(name, params, need_top_grad):
 
     register(OpDef(
         name, forward, params=params, mode_dependent=True,
+        doc='The node of a legacy Python operator (mx.operator.%s) named by info.' % frontend,
         inputs=lambda p: _CUSTOM.arg_names(custom(p)),
         outputs=lambda p: _CUSTOM.output_names(custom(p)),
         infer_shape=lambda p, ins, outs: _CUSTOM.infer_shape(custom(p), ins, outs),
@@ -57,9 +58,9 @@ def _python_op(name, params, need_top_grad):
         head_grad=lambda p: 'required' if need_top_grad(p) else 'ones'))
 
 
-_python_op('_Native', {'info': Str(), 'need_top_grad': Bool(True)},
+_python_op('_Native', 'NumpyOp', {'info': Str(), 'need_top_grad': Bool(True)},
            lambda p: p.need_top_grad)
-_python_op('_NDArray', {'info': Str()},
+_python_op('_NDArray', 'NDArrayOp', {'info': Str()},
            lambda p: _live(p, '_NDArray').need_top_grad())
 
 
@@ -86,7 +87,7 @@ def _refuse(name, why):
 
 _NO_GRADIENT = ('it is the placeholder of MXNet\'s gradient graphs for an input that has no '
                 'gradient, and has no value')
-register(OpDef('_NoGradient', _refuse('_NoGradient', _NO_GRADIENT), inputs=(),
+register(OpDef('_NoGradient', _refuse('_NoGradient', _NO_GRADIENT), inputs=(), doc=_NO_GRADIENT,
                infer_shape=lambda p, ins, outs: (ins, outs),
                infer_type=lambda p, ins, outs: (ins, outs), differentiable=False))
 
@@ -97,5 +98,5 @@ for _name, _why in (
                                 'graph; use HybridBlock.hybridize() or mx.nd.CachedOp(symbol)'),
         ('_CustomFunction', 'it is the node mx.autograd.Function records; subclass '
                             'mx.autograd.Function and call the instance instead')):
-    register(OpDef(_name, _refuse(_name, _why), infer_shape=_refuse(_name, _why),
+    register(OpDef(_name, _refuse(_name, _why), infer_shape=_refuse(_name, _why), doc=_why,
                    infer_type=_refuse(_name, _why), differentiable=False))
