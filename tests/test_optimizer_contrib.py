@@ -151,8 +151,15 @@ def _nag_grads():
 def test_nag_operator_and_optimizer_match_mxnet():
     """MXNet's kernel reads the weight after writing the output: with out=weight (as
     mx.optimizer.NAG calls it) mom's weight decay uses the new weight, with a separate output
-    the old one. mxtorch's operator writes a separate output, its optimizer the former."""
+    the old one."""
     params = next(c for c in META if c['name'] == 'nag')['params']
+    w, m = mx.nd.array(DATA['nag/init/weight']), mx.nd.array(DATA['nag/init/mom'])
+    for step, g in enumerate(_nag_grads()):
+        mx.nd.nag_mom_update(w, mx.nd.array(g), m, out=w, **params)
+        np.testing.assert_allclose(w.asnumpy(), DATA['nag_op_out/step%d/weight' % step],
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(m.asnumpy(), DATA['nag_op_out/step%d/mom' % step],
+                                   rtol=1e-5, atol=1e-6)
     w, m = mx.nd.array(DATA['nag/init/weight']), mx.nd.array(DATA['nag/init/mom'])
     for step, g in enumerate(_nag_grads()):
         w = mx.nd.nag_mom_update(w, mx.nd.array(g), m, **params)

@@ -563,7 +563,11 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
     # an input (or, for a random operator, the device's generator) carries an error not raised
     failure = engine.failure_of(tensors, ctx.torch_device if op.random else None)
     try:
-        result = _forward(op, p, tensors, kwargs, recording)
+        forward = op.forward
+        if op.forward_into_input0 is not None and out is not None and tensors \
+                and getattr(out, '_tensor', None) is tensors[0]:
+            forward = op.forward_into_input0
+        result = _forward(op, p, tensors, kwargs, recording, forward)
     except MXNetError:
         raise
     except (RuntimeError, ValueError, IndexError, TypeError) as err:
@@ -611,17 +615,18 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
     return wrapped
 
 
-def _forward(op, p, tensors, kwargs, recording):
-    """op's forward with torch's graph recording on exactly while autograd records, inside a
-    profiler range while the profiler runs."""
+def _forward(op, p, tensors, kwargs, recording, forward=None):
+    """op's forward (or `forward`) with torch's graph recording on exactly while autograd
+    records, inside a profiler range while the profiler runs."""
+    forward = forward or op.forward
     previous = torch.is_grad_enabled()
     if previous != recording:
         torch._C._set_grad_enabled(recording)
     try:
         if profiler.recording():
             with _profiled(op.name):
-                return op.forward(p, *tensors, **kwargs)
-        return op.forward(p, *tensors, **kwargs)
+                return forward(p, *tensors, **kwargs)
+        return forward(p, *tensors, **kwargs)
     finally:
         if previous != recording:
             torch._C._set_grad_enabled(previous)

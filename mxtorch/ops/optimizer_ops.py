@@ -128,11 +128,17 @@ def _mp_sgd_mom_update(p, weight, grad, mom, weight32):
 
 def _nag_mom_update(p, weight, grad, mom):
     """Nesterov momentum: g = clip(rescale_grad*grad) + wd*w; mom = momentum*mom - lr*g;
-    w = w + momentum*mom - lr*g. (With out=weight and wd > 0, MXNet's kernel computes mom's
-    weight-decay term from the already written new weight, as mx.optimizer.NAG gets it; this
-    operator writes a separate output, so mom uses the old one.)"""
+    w = w + momentum*mom - lr*g. As MXNet's kernel, which reads the weight after writing the
+    output: with out=weight (as mx.optimizer.NAG calls it) mom's weight-decay term uses the new
+    weight."""
     return _sgd_like(rules.nag, weight, grad, [mom], p, momentum=p.momentum,
                      decay_new_weight=False)
+
+
+def _nag_mom_update_into_weight(p, weight, grad, mom):
+    with torch.no_grad():
+        return _sgd_like(rules.nag, weight.detach(), grad.detach(), [mom.detach()], p,
+                         momentum=p.momentum, decay_new_weight=True)
 
 
 def _mp_nag_mom_update(p, weight, grad, mom, weight32):
@@ -152,6 +158,7 @@ _single('mp_sgd_mom_update', _mp_sgd_mom_update, ('weight', 'grad'), ('mom', 'we
         params=dict(_common(lazy=True), **_MOM), fp32=(2, 3))
 _single('nag_mom_update', _nag_mom_update, ('weight', 'grad'), ('mom',),
         params=dict(_common(), **_MOM))
+get_op('nag_mom_update').forward_into_input0 = _nag_mom_update_into_weight
 _single('mp_nag_mom_update', _mp_nag_mom_update, ('weight', 'grad'), ('mom', 'weight32'),
         params=dict(_common(), **_MOM), fp32=(2, 3))
 

@@ -33,6 +33,7 @@ def _clamp_(tensors, bound):
     return tensors
 
 
+@torch.no_grad()
 def scaled_grads(grads, rescale, clip, weights=None, wds=None):
     """New tensors clip(rescale * g), or clip(rescale * g + wd * w) when weights are given."""
     out = list(torch._foreach_mul(grads, rescale))
@@ -41,6 +42,7 @@ def scaled_grads(grads, rescale, clip, weights=None, wds=None):
     return _clamp_(out, clip)
 
 
+@torch.no_grad()
 def scaled_grads_(grads, rescale, clip):
     """grads = clip(rescale * g), in place."""
     torch._foreach_mul_(grads, rescale)

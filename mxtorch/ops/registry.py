@@ -70,6 +70,10 @@ class OpDef:
     infer_storage = None
     sparse_forward = None
     grad_storage = None       # (p, in_stypes) -> storage type of each input's gradient
+    # forward(p, *inputs) run instead of `forward` by an imperative call whose out= is its first
+    # input, for kernels whose numbers depend on that aliasing (nag_mom_update reads the weight
+    # after writing it)
+    forward_into_input0 = None
     # MXNet's backward graph has a node for this op (reported by Monitor as
     # `<name>_backward_output[i]`); False where MXNet hands the head gradient straight to the
     # inputs (its CloneGradient) and reports nothing

@@ -669,7 +669,7 @@ class AdaDelta(Optimizer):
 
 
     def _rule(self, indices, weights, grads, states, lrs, wds):
-        torch._foreach_mul_(grads, float(self.rescale_grad))     # in place, as MXNet
+        rules.scaled_grads_(grads, float(self.rescale_grad), None)   # in place, as MXNet
         rules.adadelta(weights, grads, [s[0] for s in states], [s[1] for s in states], wds,
                        self.rho, self.epsilon, 1.0, self._clip_bound())
 

@@ -722,7 +722,7 @@ def multi_sum_sq(*data: Symbol, num_arrays: int, name: str | None = None, attr: 
     ...
 
 def nag_mom_update(weight: Symbol | None = None, grad: Symbol | None = None, mom: Symbol | None = None, *, wd: float = 0.0, rescale_grad: float = 1.0, clip_gradient: float = -1.0, lr: float, momentum: float = 0.0, name: str | None = None, attr: dict[str, str] | None = None, out: None = None, **kwargs: Any) -> Symbol:
-    """Nesterov momentum: g = clip(rescale_grad*grad) + wd*w; mom = momentum*mom - lr*g; w = w + momentum*mom - lr*g. (With out=weight and wd > 0, MXNet's kernel computes mom's weight-decay term from the already written new weight, as mx.optimizer.NAG gets it; this operator writes a separate output, so mom uses the old one.)"""
+    """Nesterov momentum: g = clip(rescale_grad*grad) + wd*w; mom = momentum*mom - lr*g; w = w + momentum*mom - lr*g. As MXNet's kernel, which reads the weight after writing the output: with out=weight (as mx.optimizer.NAG calls it) mom's weight-decay term uses the new weight."""
     ...
 
 def nanprod(data: Symbol | None = None, *, axis: tuple[int, ...] | int | None = None, keepdims: bool = False, exclude: bool = False, name: str | None = None, attr: dict[str, str] | None = None, out: None = None, **kwargs: Any) -> Symbol:
