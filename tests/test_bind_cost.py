@@ -112,6 +112,6 @@ def test_compiled_code_shared_by_one_structure():
     sym = _net()
     e1 = sym.simple_bind(mx.cpu(), data=(2, 3, 10, 10))
     e2 = sym.simple_bind(mx.cpu(), data=(4, 3, 10, 10))
-    assert e1._forward_infer.__code__ is e2._forward_infer.__code__
-    assert e1._forward_train.__code__ is e2._forward_train.__code__
+    assert e1._forward_infer.fn.__code__ is e2._forward_infer.fn.__code__
+    assert e1._forward_train.fn.__code__ is e2._forward_train.fn.__code__
     assert e1._forward_infer is not e2._forward_infer        # each executor has its own function
