@@ -76,9 +76,14 @@ class _Cached:
         return self._value
 
 
+_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
 def _channels_last(x):
-    if x.dim() == 4 and not x.is_contiguous(memory_format=torch.channels_last):
-        return x.contiguous(memory_format=torch.channels_last)
+    """x with channels innermost (4-D and 5-D; others as they are)."""
+    layout = _LAST.get(x.dim())
+    if layout is not None and not x.is_contiguous(memory_format=layout):
+        return x.contiguous(memory_format=layout)
     return x
 
 
@@ -121,13 +126,13 @@ def _chain_from(conv, readers, uses, claimed):
 
 
 def fuse_convolutions(steps, uses):
-    """Every channel-first 2-D Convolution with its BatchNorm / sum / ReLU links becomes one
-    step placed where its last link was."""
+    """Every channel-first 2-D or 3-D Convolution with its BatchNorm / sum / ReLU links becomes
+    one step placed where its last link was."""
     readers = _readers(steps)
     replace, dropped, claimed = {}, set(), set()
     for conv in steps:
         if conv.kind != 'Convolution' or conv.fused or \
-                conv.params.layout not in _CHANNEL_FIRST or len(conv.params.kernel) != 2:
+                conv.params.layout not in _CHANNEL_FIRST or len(conv.params.kernel) not in (2, 3):
             continue
         conv_step, bn, add, relu = _chain_from(conv, readers, uses, claimed)
         links = [s for s in (conv_step, bn, add and add[0], relu) if s is not None]
@@ -146,14 +151,16 @@ def fuse_convolutions(steps, uses):
 
 def _conv_chain_factory(conv_params, bn_params, with_sum, with_relu):
     has_bias = not conv_params.no_bias
-    stride = list(conv_params.stride or (1, 1))
-    pad = list(conv_params.pad or (0, 0))
-    dilate = list(conv_params.dilate or (1, 1))
+    rank = len(conv_params.kernel)
+    stride = list(conv_params.stride or (1,) * rank)
+    pad = list(conv_params.pad or (0,) * rank)
+    dilate = list(conv_params.dilate or (1,) * rank)
     groups = conv_params.num_group
+    conv = F.conv2d if rank == 2 else F.conv3d
 
     def make_fn(train, device):
         folded = _Cached(_fold(bn_params)) if bn_params is not None else None
-        onednn = torch.device(device).type == 'cpu' and _onednn_available()
+        onednn = torch.device(device).type == 'cpu' and _onednn_available(rank)
         packed = _Cached(functools.partial(_pack, pad=pad, stride=stride, dilate=dilate,
                                            groups=groups)) if onednn else None
         plain_weight = _Cached(_channels_last)
@@ -168,7 +175,7 @@ def _conv_chain_factory(conv_params, bn_params, with_sum, with_relu):
             if packed is not None and x.dtype == torch.float32:
                 return _onednn_conv(x, packed(weight, extra=(tuple(x.shape),)), bias, other,
                                     with_relu, pad, stride, dilate, groups)
-            out = F.conv2d(x, plain_weight(weight), bias, stride, pad, dilate, groups)
+            out = conv(x, plain_weight(weight), bias, stride, pad, dilate, groups)
             if other is not None:
                 out.add_(other)
             return torch.relu_(out) if with_relu else out
@@ -206,16 +213,18 @@ def _onednn_conv(x, packed_weight, bias, other, relu, pad, stride, dilate, group
         'relu' if relu else None, [None], '')
 
 
-@functools.lru_cache(maxsize=1)
-def _onednn_available():
-    """True when PyTorch's oneDNN fused convolution works here (checked once, on a tiny case)."""
+@functools.lru_cache(maxsize=None)
+def _onednn_available(rank=2):
+    """True when PyTorch's oneDNN fused convolution of `rank` spatial dims works here (checked
+    once per rank, on a tiny case)."""
     try:
-        x = torch.randn(1, 2, 4, 4).contiguous(memory_format=torch.channels_last)
-        w = torch.randn(3, 2, 3, 3)
-        packed = _pack(w, x.shape, [1, 1], [1, 1], [1, 1], 1)
-        got = _onednn_conv(x, packed, None, torch.ones(1, 3, 4, 4), True, [1, 1], [1, 1],
-                           [1, 1], 1)
-        want = torch.relu(F.conv2d(x, w, None, 1, 1) + 1)
+        x = _channels_last(torch.randn((1, 2) + (4,) * rank))
+        w = torch.randn((3, 2) + (3,) * rank)
+        ones = [1] * rank
+        packed = _pack(w, x.shape, ones, ones, ones, 1)
+        got = _onednn_conv(x, packed, None, torch.ones((1, 3) + (4,) * rank), True, ones, ones,
+                           ones, 1)
+        want = torch.relu((F.conv2d if rank == 2 else F.conv3d)(x, w, None, 1, 1) + 1)
         return bool(torch.allclose(got, want, atol=1e-5))
     except (AttributeError, RuntimeError):
         return False

@@ -59,6 +59,25 @@ def test_fused_inference_equals_unfused_and_follows_parameter_changes(monkeypatc
     np.testing.assert_allclose(changed, _unfused(exe, monkeypatch), rtol=1e-4, atol=1e-5)
 
 
+def test_three_d_convolution_chains_fuse_and_match(monkeypatch):
+    data = mx.sym.Variable('data')
+    x = mx.sym.Convolution(data, kernel=(3, 3, 3), pad=(1, 1, 1), num_filter=6, name='c1')
+    x = mx.sym.Activation(mx.sym.BatchNorm(x, fix_gamma=False, name='bn1'), act_type='relu')
+    y = mx.sym.Convolution(x, kernel=(1, 3, 3), stride=(1, 2, 2), pad=(0, 1, 1),
+                           num_filter=6, no_bias=True, name='c2')
+    skip = mx.sym.Convolution(x, kernel=(1, 1, 1), stride=(1, 2, 2), num_filter=6, name='c3')
+    z = mx.sym.Activation(mx.sym.BatchNorm(y, name='bn2') + skip, act_type='relu')
+    out = mx.sym.Pooling(z, global_pool=True, kernel=(1, 1, 1), pool_type='avg')
+    exe = out.simple_bind(mx.cpu(), grad_req='null', data=(2, 3, 4, 6, 6))
+    rng = np.random.RandomState(1)
+    for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+        arr[:] = rng.uniform(0.5, 1.5, arr.shape) if 'var' in name else rng.randn(*arr.shape)
+    names = [s.fn_name for s in fusion.optimize_for_inference(exe._plan).steps]
+    assert 'Convolution_c1_bn_relu' in names and not any('BatchNorm' in n for n in names)
+    fused = exe.forward()[0].asnumpy().copy()
+    np.testing.assert_allclose(fused, _unfused(exe, monkeypatch), rtol=1e-4, atol=1e-4)
+
+
 def test_training_and_gradients_use_the_unfused_graph():
     exe = _net().simple_bind(mx.cpu(), data=(2, 3, 6, 6))
     for arr in exe.arg_arrays:
