@@ -25,11 +25,12 @@ def _mergeable(node):
 
 
 def bind_passes(symbol, shapes):
-    """The symbol the executor runs: the RNN fusion (bound shapes known, MXTORCH_FUSE_RNN not
-    0), then common-subexpression elimination; `symbol` itself if neither changed anything."""
+    """The symbol the executor runs for the bound `shapes`: the RNN fusion (unless
+    MXTORCH_FUSE_RNN=0), then common-subexpression elimination (unless
+    MXNET_ELIMINATE_COMMON_EXPR=0); `symbol` itself if neither changed anything."""
     if rnn_fusion.enabled():
         symbol = rnn_fusion.fuse_rnn_cells(symbol, shapes)
-    return _merge_common(symbol, shapes)
+    return _merge_common(symbol, shapes) if enabled() else symbol
 
 
 def eliminate_common_expr(symbol, shapes=None):
