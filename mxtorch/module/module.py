@@ -19,6 +19,7 @@ from ..ndarray.serialization import atomic_write
 from ..optimizer.serialization import check_states
 from .base_module import BaseModule, ModuleStateError, check_input_names, parse_data_desc
 from .executor_group import DataParallelExecutorGroup
+from ..train_step import UpdatePlan
 
 class Module(BaseModule):
     """A module wrapping one Symbol; see the MXNet Module API."""
@@ -57,6 +58,7 @@ class Module(BaseModule):
         self._kvstore = None
         self._update_on_kvstore = None
         self._updater = None
+        self._update_plan = None              # train_step.UpdatePlan, made after a first update
         self._preload_opt_states = None
         self._param_index = {}            # parameter name -> optimizer index (shared by buckets)
         self._grad_req = None
@@ -450,6 +452,16 @@ class Module(BaseModule):
                 names, grads, weights = (list(column) for column in zip(*live))
                 self._kvstore.pushpull(names, grads, out=weights)
             return
+        if self._kvstore is None:       # nothing to aggregate: the planned update, once made
+            plan = self._update_plan
+            if plan is not None and plan.holds(self._updater, group.param_arrays):
+                if plan.planned:
+                    plan()
+                    return
+            else:                       # the Updater runs this time (creating missing states)
+                self._update_plan = UpdatePlan.make(
+                    self._updater, group.param_arrays, group.grad_arrays,
+                    [self._param_index[n] for n in group.param_names], len(self._context))
         _update_params(group.param_arrays, group.grad_arrays, self._updater, len(self._context),
                        kvstore=self._kvstore, param_names=group.param_names,
                        param_indices=[self._param_index[n] for n in group.param_names])

@@ -1,0 +1,104 @@
+"""train_step.UpdatePlan: Module.update's planned path (one optimizer rule call per device on
+the tensors, resolved once) changes parameters and optimizer states exactly as the Updater's
+per-batch path does: counts, learning-rate schedules, multipliers, saved/loaded states."""
+import numpy as np
+import pytest
+
+import mxtorch as mx
+from mxtorch import train_step
+
+
+def _module():
+    data = mx.sym.Variable('data')
+    x = mx.sym.FullyConnected(data, num_hidden=8, name='fc1')
+    x = mx.sym.Activation(x, act_type='relu')
+    x = mx.sym.FullyConnected(x, num_hidden=3, name='fc2', attr={'__lr_mult__': '0.5'})
+    mod = mx.mod.Module(mx.sym.SoftmaxOutput(x, name='softmax'))
+    mod.bind(data_shapes=[('data', (4, 5))], label_shapes=[('softmax_label', (4,))])
+    mod.init_params(mx.init.Xavier(rnd_type='gaussian', magnitude=1.0))
+    params = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+    mod.set_params({k: mx.nd.array(np.linspace(-1, 1, v.size).reshape(v.shape))
+                    for k, v in params.items()}, {})
+    return mod
+
+
+def _batches(n):
+    rng = np.random.RandomState(3)
+    return [mx.io.DataBatch([mx.nd.array(rng.randn(4, 5))], [mx.nd.array(rng.randint(0, 3, 4))])
+            for _ in range(n)]
+
+
+def _train(mod, batches, optimizer, params):
+    params = {k: v() if callable(v) else v for k, v in params.items()}   # a fresh scheduler
+    mod.init_optimizer(optimizer=optimizer, optimizer_params=params, force_init=True)
+    for batch in batches:
+        mod.forward_backward(batch)
+        mod.update()
+    return {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+
+
+CASES = [('sgd', {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-3}),
+         ('sgd', {'learning_rate': 0.1, 'clip_gradient': 0.05}),
+         ('adam', {'learning_rate': 0.01, 'wd': 1e-3,
+                   'lr_scheduler': lambda: mx.lr_scheduler.FactorScheduler(step=2, factor=0.5)}),
+         ('nag', {'learning_rate': 0.05, 'momentum': 0.8}),
+         ('rmsprop', {'learning_rate': 0.01, 'centered': True}),
+         ('adagrad', {'learning_rate': 0.1})]
+
+
+@pytest.mark.parametrize('optimizer,params', CASES)
+def test_planned_update_equals_updater_path(monkeypatch, optimizer, params):
+    batches = _batches(6)
+    planned_mod = _module()
+    planned = _train(planned_mod, batches, optimizer, params)
+    assert planned_mod._update_plan is not None and planned_mod._update_plan.planned
+    monkeypatch.setattr(train_step.UpdatePlan, 'make', classmethod(lambda *a: None))
+    unplanned = _train(_module(), batches, optimizer, params)
+    for name in planned:
+        np.testing.assert_allclose(planned[name], unplanned[name], rtol=1e-6, atol=1e-7,
+                                   err_msg=name)
+
+
+def test_plan_follows_loaded_states_and_a_new_optimizer(tmp_path):
+    batches = _batches(4)
+    mod = _module()
+    _train(mod, batches, 'sgd', {'learning_rate': 0.1, 'momentum': 0.9})
+    plan = mod._update_plan
+    mod.save_optimizer_states(str(tmp_path / 'o.states'))
+    saved = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+    for batch in batches:                       # planned steps move the momentum on
+        mod.forward_backward(batch)
+        mod.update()
+    after_plan = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+    # reloading weights and states gives the same steps again: the plan does not keep the old
+    # state arrays, it is made anew from the loaded ones
+    mod.set_params({k: mx.nd.array(v) for k, v in saved.items()}, {})
+    mod.load_optimizer_states(str(tmp_path / 'o.states'))
+    for batch in batches:
+        mod.forward_backward(batch)
+        mod.update()
+    assert mod._update_plan is not plan
+    for k, v in mod.get_params()[0].items():
+        np.testing.assert_allclose(v.asnumpy(), after_plan[k], rtol=1e-6, atol=1e-7)
+
+
+def test_custom_optimizer_takes_the_updater_path():
+    @mx.optimizer.register
+    class HalfStep(mx.optimizer.Optimizer):
+        def update(self, index, weight, grad, state):
+            weight[:] -= 0.5 * grad
+
+    mod = _module()
+    before = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+    batch = _batches(1)[0]
+    mod.init_optimizer(optimizer=HalfStep(rescale_grad=0.25))
+    for _ in range(3):
+        mod.forward_backward(batch)
+        grads = {n: g[0].asnumpy() for n, g in zip(mod._exec_group.param_names,
+                                                   mod._exec_group.grad_arrays)}
+        mod.update()
+        after = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+        for k in before:
+            np.testing.assert_allclose(after[k], before[k] - 0.5 * grads[k], rtol=1e-6)
+        before = after
+    assert not mod._update_plan.planned
