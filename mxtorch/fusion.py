@@ -95,14 +95,24 @@ def _is_relu(step):
         step.kind == 'Activation' and step.params.act_type == 'relu'))
 
 
+def _activation(step):
+    """What a convolution chain can apply as its last post-operation: ('relu', []) or, for a
+    clip whose bounds are ordered (ReLU6), ('hardtanh', [a_min, a_max]); None otherwise."""
+    if _is_relu(step):
+        return ('relu', [])
+    if step.kind == 'clip' and not step.fused and step.params.a_min <= step.params.a_max:
+        return ('hardtanh', [float(step.params.a_min), float(step.params.a_max)])
+    return None
+
+
 def _foldable_bn(step, uses):
     return step.kind == 'BatchNorm' and not step.fused and step.params.axis == 1 and \
         not step.params.output_mean_var and not any(uses.get(n) for n in step.outputs[1:])
 
 
 def _chain_from(conv, readers, uses, claimed):
-    """[conv, bn or None, (add step, other value) or None, relu or None] starting at conv; steps
-    another chain claimed end the chain."""
+    """[conv, bn or None, (add step, other value) or None, relu or clip or None] starting at
+    conv; steps another chain claimed end the chain."""
     links = [conv, None, None, None]
     value = conv.outputs[0]
 
@@ -120,36 +130,39 @@ def _chain_from(conv, readers, uses, claimed):
         if other != value:
             links[2], value = (step, other), step.outputs[0]
             step = only_reader()
-    if step is not None and _is_relu(step):
+    if step is not None and _activation(step) is not None:
         links[3] = step
     return links
 
 
 def fuse_convolutions(steps, uses):
-    """Every channel-first 2-D or 3-D Convolution with its BatchNorm / sum / ReLU links becomes
-    one step placed where its last link was."""
+    """Every channel-first 2-D or 3-D Convolution with its BatchNorm / sum / ReLU (or clip)
+    links becomes one step placed where its last link was."""
     readers = _readers(steps)
     replace, dropped, claimed = {}, set(), set()
     for conv in steps:
         if conv.kind != 'Convolution' or conv.fused or \
                 conv.params.layout not in _CHANNEL_FIRST or len(conv.params.kernel) not in (2, 3):
             continue
-        conv_step, bn, add, relu = _chain_from(conv, readers, uses, claimed)
-        links = [s for s in (conv_step, bn, add and add[0], relu) if s is not None]
+        conv_step, bn, add, act = _chain_from(conv, readers, uses, claimed)
+        links = [s for s in (conv_step, bn, add and add[0], act) if s is not None]
         claimed.update(id(s) for s in links)
         last = links[-1]
         inputs = conv.inputs + (bn.inputs[1:] if bn else []) + ([add[1]] if add else [])
-        name = conv.fn_name + ''.join(suffix for link, suffix in ((bn, '_bn'), (add, '_sum'),
-                                                                 (relu, '_relu')) if link)
+        act = act and _activation(act)
+        name = conv.fn_name + ''.join(suffix for link, suffix in (
+            (bn, '_bn'), (add, '_sum'), (act, act and ('_relu' if act[0] == 'relu' else '_clip')))
+            if link)
         replace[id(last)] = Step(last.node, inputs, last.outputs[:1], name,
                                  _conv_chain_factory(conv.params, bn and bn.params,
-                                                     add is not None, relu is not None),
+                                                     add is not None, act),
                                  kind='Convolution')
         dropped.update(id(s) for s in links[:-1])
     return [replace.get(id(s), s) for s in steps if id(s) not in dropped]
 
 
-def _conv_chain_factory(conv_params, bn_params, with_sum, with_relu):
+def _conv_chain_factory(conv_params, bn_params, with_sum, act):
+    """act: the chain's last post-operation, as _activation gives it, or None."""
     has_bias = not conv_params.no_bias
     rank = len(conv_params.kernel)
     stride = list(conv_params.stride or (1,) * rank)
@@ -174,11 +187,11 @@ def _conv_chain_factory(conv_params, bn_params, with_sum, with_relu):
             x = _channels_last(data)
             if packed is not None and x.dtype == torch.float32:
                 return _onednn_conv(x, packed(weight, extra=(tuple(x.shape),)), bias, other,
-                                    with_relu, pad, stride, dilate, groups)
+                                    act, pad, stride, dilate, groups)
             out = conv(x, plain_weight(weight), bias, stride, pad, dilate, groups)
             if other is not None:
                 out.add_(other)
-            return torch.relu_(out) if with_relu else out
+            return _apply(out, act)
         return conv_chain
     return make_fn
 
@@ -203,14 +216,23 @@ def _pack(weight, input_shape, pad, stride, dilate, groups):
                                                         dilate, groups, list(input_shape))
 
 
-def _onednn_conv(x, packed_weight, bias, other, relu, pad, stride, dilate, groups):
+def _apply(out, act):
+    """The post-operation `act` in place on out."""
+    if act is None:
+        return out
+    return torch.relu_(out) if act[0] == 'relu' else out.clamp_(*act[1])
+
+
+def _onednn_conv(x, packed_weight, bias, other, act, pad, stride, dilate, groups):
     if other is None:
         return torch.ops.mkldnn._convolution_pointwise(
-            x, packed_weight, bias, pad, stride, dilate, groups, 'relu' if relu else 'none',
-            [None], '')
-    return torch.ops.mkldnn._convolution_pointwise.binary(
+            x, packed_weight, bias, pad, stride, dilate, groups, act[0] if act else 'none',
+            act[1] if act and act[1] else [None], '')
+    relu = act is not None and act[0] == 'relu'     # oneDNN fuses only ReLU after a sum
+    out = torch.ops.mkldnn._convolution_pointwise.binary(
         x, _channels_last(other), packed_weight, bias, pad, stride, dilate, groups, 'add', None,
         'relu' if relu else None, [None], '')
+    return out if relu else _apply(out, act)
 
 
 @functools.lru_cache(maxsize=None)
@@ -222,8 +244,8 @@ def _onednn_available(rank=2):
         w = torch.randn((3, 2) + (3,) * rank)
         ones = [1] * rank
         packed = _pack(w, x.shape, ones, ones, ones, 1)
-        got = _onednn_conv(x, packed, None, torch.ones((1, 3) + (4,) * rank), True, ones, ones,
-                           ones, 1)
+        got = _onednn_conv(x, packed, None, torch.ones((1, 3) + (4,) * rank), ('relu', []),
+                           ones, ones, ones, 1)
         want = torch.relu((F.conv2d if rank == 2 else F.conv3d)(x, w, None, 1, 1) + 1)
         return bool(torch.allclose(got, want, atol=1e-5))
     except (AttributeError, RuntimeError):

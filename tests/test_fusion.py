@@ -78,6 +78,23 @@ def test_three_d_convolution_chains_fuse_and_match(monkeypatch):
     np.testing.assert_allclose(fused, _unfused(exe, monkeypatch), rtol=1e-4, atol=1e-4)
 
 
+def test_clip_after_a_convolution_is_its_post_operation(monkeypatch):
+    data = mx.sym.Variable('data')
+    x = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=4, name='c1')
+    x = mx.sym.clip(mx.sym.BatchNorm(x, name='bn1'), 0, 6)           # ReLU6
+    y = mx.sym.Convolution(x, kernel=(1, 1), num_filter=4, name='c2') + x
+    out = mx.sym.clip(y, -0.5, 0.25)                                    # after a sum
+    exe = out.simple_bind(mx.cpu(), grad_req='null', data=(2, 3, 5, 5))
+    rng = np.random.RandomState(2)
+    for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+        arr[:] = rng.uniform(0.5, 1.5, arr.shape) if 'var' in name else rng.randn(*arr.shape)
+    names = [s.fn_name for s in fusion.optimize_for_inference(exe._plan).steps]
+    assert names == ['Convolution_c1_bn_clip', 'Convolution_c2_sum_clip']
+    fused = exe.forward()[0].asnumpy().copy()
+    assert fused.min() == -0.5 and fused.max() == 0.25
+    np.testing.assert_allclose(fused, _unfused(exe, monkeypatch), rtol=1e-5, atol=1e-5)
+
+
 def test_training_and_gradients_use_the_unfused_graph():
     exe = _net().simple_bind(mx.cpu(), data=(2, 3, 6, 6))
     for arr in exe.arg_arrays:
