@@ -226,8 +226,10 @@ RICH = json.load(open(os.path.join(HERE, 'quantization.json')))['rich']
 @pytest.mark.parametrize('key', sorted(RICH))
 def test_quantize_modes_and_exclusions_give_mxnets_graph(key):
     mode, calib, excl = key.split('_', 2)
-    kw = {}
-    if excl == 'c1':
+    kw, dtype = {}, 'int8'
+    if excl in ('uint8', 'auto'):
+        kw['excluded_op_names'], dtype = ['Activation'], excl
+    elif excl == 'c1':
         kw['excluded_sym_names'] = ['c1']
     elif excl:
         kw['excluded_op_names'] = [excl]
@@ -235,7 +237,7 @@ def test_quantize_modes_and_exclusions_give_mxnets_graph(key):
             if k.startswith('rich:arg:')}
     it = mx.io.NDArrayIter(FX['rich:data'], np.zeros(8), batch_size=4)
     qsym, qargs, _ = quantize_model(rich_net(), args, {}, calib_mode=calib, calib_data=it,
-                                    num_calib_examples=8, quantized_dtype='int8',
+                                    num_calib_examples=8, quantized_dtype=dtype,
                                     quantize_mode=mode, **kw)
     mine, ref = json.loads(qsym.tojson())['nodes'], RICH[key]['nodes']
     assert [(n['op'], n['name'], n['inputs']) for n in mine] == \
@@ -246,4 +248,56 @@ def test_quantize_modes_and_exclusions_give_mxnets_graph(key):
     out = qsym.bind(mx.cpu(), feed).forward()[0].asnumpy()
     fargs = dict(args, data=mx.nd.array(FX['rich:data'][:4]), softmax_label=mx.nd.zeros(4))
     ref_out = rich_net().bind(mx.cpu(), fargs).forward()[0].asnumpy()
-    np.testing.assert_allclose(out, ref_out, atol=0.05)
+    if dtype != 'uint8':       # uint8 data loses the negative inputs (as in MXNet)
+        np.testing.assert_allclose(out, ref_out, atol=0.05)
+
+
+def layer_nets():
+    S = mx.sym
+    data = S.var('data')
+    conv = S.Convolution(data, kernel=(1, 1), num_filter=2, name='c')
+    return {
+        'bn': S.FullyConnected(S.BatchNorm(conv, name='bn'), num_hidden=2, name='fc'),
+        'emb': S.FullyConnected(S.Embedding(data, input_dim=5, output_dim=3, name='emb'),
+                                num_hidden=2, name='fc'),
+        'lrelu': S.FullyConnected(S.LeakyReLU(conv, name='lr'), num_hidden=2, name='fc'),
+    }
+
+
+LAYERS = json.load(open(os.path.join(HERE, 'quantization.json')))['layers']
+
+
+@pytest.mark.parametrize('key', sorted(LAYERS))
+def test_batchnorm_embedding_and_float_layers_as_mxnet(key):
+    """A quantized BatchNorm takes its calibrated output range itself (no requantize), an
+    Embedding is quantized in 'full' mode only, a float LeakyReLU is requantized after."""
+    name, mode = key.split('_')
+    net = layer_nets()[name]
+    prefix = 'layers:%s:' % name
+    given = {k[len(prefix):]: mx.nd.array(FX[k]) for k in FX.files if k.startswith(prefix)}
+    data = given.pop('data').asnumpy()
+    aux = {k: given.pop(k) for k in net.list_auxiliary_states()}
+    if 'bn_gamma' in given:    # the quantized kernel scales by gamma even with fix_gamma
+        given['bn_gamma'] = mx.nd.ones(given['bn_gamma'].shape)
+    it = mx.io.NDArrayIter(data, batch_size=2)
+    qsym, qargs, qaux = quantize_model(net, given, aux, calib_mode='naive', calib_data=it,
+                                       label_names=None, quantized_dtype='int8',
+                                       quantize_mode=mode)
+    mine, ref = json.loads(qsym.tojson())['nodes'], LAYERS[key]['nodes']
+    # inputs without the entries' versions: MXNet marks a quantized BatchNorm's moving
+    # statistics as mutated (version 1); they are plain arguments here
+    assert [(n['op'], n['name'], [e[:2] for e in n['inputs']]) for n in mine] == \
+        [(n['op'], n['name'], [e[:2] for e in n['inputs']]) for n in ref]
+    for a, b in zip(mine, ref):
+        _same_attrs(a.get('attrs', {}), b.get('attrs', {}))
+    feed = dict(qargs, data=mx.nd.array(data))
+    feed.update(qaux)          # a quantized BatchNorm's moving statistics are arguments here
+    if qsym.list_auxiliary_states():
+        out = qsym.bind(mx.cpu(), {k: feed[k] for k in qsym.list_arguments()},
+                        aux_states={k: feed[k] for k in qsym.list_auxiliary_states()})
+    else:
+        out = qsym.bind(mx.cpu(), {k: feed[k] for k in qsym.list_arguments()})
+    fargs = dict(given, data=mx.nd.array(data))
+    ref_out = net.bind(mx.cpu(), fargs, aux_states=aux).forward()[0].asnumpy()
+    got = out.forward()[0].asnumpy()
+    np.testing.assert_allclose(got, ref_out, rtol=0.03, atol=0.03 * np.abs(ref_out).max())

@@ -150,7 +150,7 @@ class _Pass:
                                      node.subgraphs)
 
     def _quantize_node(self, node):
-        qop, which, requantize, _ = quantized_form(node.op, node.params)
+        qop, which, requantize, _, calibrated_output = quantized_form(node.op, node.params)
         n_args = node.num_args()
         which = range(n_args) if which is None else which
         values, ranges = [], []
@@ -172,6 +172,8 @@ class _Pass:
                        {'out_type': self.dtype}, list(out))
             out = ((req, 0), (req, 1), (req, 2))
             self.calib_layers.append(layer)
+        elif calibrated_output:
+            self.calib_layers.append(layer)
         self.quantized[id(node)] = out
 
 
@@ -191,10 +193,14 @@ def _quantize_symbol(sym, ctx, excluded_symbols=None, excluded_operators=None,
 
 def _calibrate_quantized_sym(qsym, th_dict):
     """qsym with min_calib_range / max_calib_range from th_dict ({layer output: (min, max)})
-    on the quantize_v2 and requantize nodes."""
+    on the quantize_v2 and requantize nodes, and on quantized layers that take their output
+    range themselves (batch_norm)."""
     if not th_dict:
         return qsym
-    for node in topo_order(qsym._entries):
+    order = topo_order(qsym._entries)
+    requantized = {n.name[len('requantize_'):] for n in order
+                   if n.op is not None and n.op.name == REQUANTIZE}
+    for node in order:
         if node.op is None:
             continue
         key = None
@@ -203,6 +209,9 @@ def _calibrate_quantized_sym(qsym, th_dict):
             key = src.name if src.op is None else src.output_names()[index]
         elif node.op.name == REQUANTIZE and node.name.startswith('requantize_'):
             key = node.name[len('requantize_'):] + '_output'
+        elif node.name.startswith('quantized_') and 'min_calib_range' in node.op.params and \
+                node.name[len('quantized_'):] not in requantized:
+            key = node.name[len('quantized_'):] + '_output'      # its own output range
         if key is not None and key in th_dict:
             lo, hi = th_dict[key]
             node.attrs['min_calib_range'] = _fmt(lo)

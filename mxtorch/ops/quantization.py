@@ -227,8 +227,13 @@ def _smooth(p, eps=1e-4):
 
 
 def _kl(p, q):
-    p, q = p / p.sum(), q / q.sum()
-    return float(np.sum(p * np.log(p / q)))
+    """KL(p || q) of two positive histograms, normalised; in float32 summed in order (as
+    MXNet's kernel: the choice between near-equal thresholds depends on it)."""
+    p, q = p.astype(np.float32), q.astype(np.float32)
+    p = p / np.cumsum(p, dtype=np.float32)[-1]
+    q = q / np.cumsum(q, dtype=np.float32)[-1]
+    terms = (p * np.log((p / q).astype(np.float32))).astype(np.float32)
+    return float(np.cumsum(terms, dtype=np.float32)[-1])
 
 
 def _entropy_threshold(hist, edges, num_quantized_bins):

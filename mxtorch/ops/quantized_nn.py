@@ -416,23 +416,36 @@ QUANTIZE, REQUANTIZE, DEQUANTIZE = '_contrib_quantize_v2', '_contrib_requantize'
     '_contrib_dequantize'
 
 # float op -> (quantized op, inputs to quantize (None: every argument), its int32 output is
-# requantized, quantized always (else only where int8 flows through it: 'maybe'))
+# requantized, quantized always (else only where int8 flows through it: 'maybe'), it takes its
+# calibrated output range itself)
 _FORMS = {
-    'Convolution': ('_contrib_quantized_conv', None, True, True),
-    'FullyConnected': ('_contrib_quantized_fully_connected', None, True, True),
-    'Embedding': ('_contrib_quantized_embedding', (1,), False, True),
-    'Pooling': ('_contrib_quantized_pooling', (0,), False, False),
-    'Activation': ('_contrib_quantized_act', (0,), False, False),
-    'Flatten': ('_contrib_quantized_flatten', (0,), False, False),
-    'Concat': ('_contrib_quantized_concat', None, False, False),
-    'elemwise_add': ('_contrib_quantized_elemwise_add', (0, 1), True, False),
-    'elemwise_mul': ('_contrib_quantized_elemwise_mul', (0, 1), True, False),
+    'Convolution': ('_contrib_quantized_conv', None, True, True, False),
+    'FullyConnected': ('_contrib_quantized_fully_connected', None, True, True, False),
+    'Embedding': ('_contrib_quantized_embedding', (1,), False, False, False),
+    'Pooling': ('_contrib_quantized_pooling', (0,), False, False, False),
+    'Activation': ('_contrib_quantized_act', (0,), False, False, False),
+    'Flatten': ('_contrib_quantized_flatten', (0,), False, False, False),
+    'Concat': ('_contrib_quantized_concat', None, False, False, False),
+    'elemwise_add': ('_contrib_quantized_elemwise_add', (0, 1), True, False, False),
+    'elemwise_mul': ('_contrib_quantized_elemwise_mul', (0, 1), True, False, False),
+    'BatchNorm': ('_contrib_quantized_batch_norm', (0,), False, False, True),
 }
+# operators whose outputs MXNet names (the others' outputs go by index in names the
+# quantization pass makes, e.g. `tanh0_0_quantize` but `relu0_output_quantize`)
+_NAMED_OUTPUTS = frozenset([
+    'Activation', 'BatchNorm', 'BilinearSampler', 'Concat', 'Convolution', 'Correlation',
+    'Crop', 'Deconvolution', 'Dropout', 'FullyConnected', 'GridGenerator',
+    'IdentityAttachKLSparseReg', 'InstanceNorm', 'L2Normalization', 'LRN', 'LayerNorm',
+    'LeakyReLU', 'LinearRegressionOutput', 'LogisticRegressionOutput', 'MAERegressionOutput',
+    'MakeLoss', 'Pad', 'Pooling', 'RNN', 'ROIPooling', 'SVMOutput', 'SequenceLast',
+    'SequenceMask', 'SequenceReverse', 'SliceChannel', 'SoftmaxActivation', 'SoftmaxOutput',
+    'SpatialTransformer', 'SwapAxis', 'UpSampling', 'elemwise_add', 'log_softmax', 'softmax',
+])
 
 
 def quantized_form(op, p):
-    """(quantized OpDef, indices of the inputs to quantize, requantize?, always?) of a float
-    operator with params p, or None where MXNet's pass leaves it float."""
+    """(quantized OpDef, indices of the inputs to quantize, requantize?, always?, calibrated
+    output?) of a float operator with params p, or None where MXNet's pass leaves it float."""
     form = _FORMS.get(op.name)
     if form is None:
         return None
@@ -440,15 +453,13 @@ def quantized_form(op, p):
         return None
     if op.name == 'Pooling' and (p.pool_type not in ('max', 'avg') or len(p.kernel) not in (0, 2)):
         return None
-    qop, which, requantize, always = form
-    return get_op(qop), which, requantize, always
+    return (get_op(form[0]),) + form[1:]
 
 
 def output_tag(op, p, index):
     """How MXNet's pass names output `index` of a node in the names of nodes it adds after it:
-    by the output's name for operators that name their outputs (the legacy layers and binary
-    elementwise ops), by its index for the others."""
-    from .registry import _NAMED_INPUT_OPS
-    if op.name in _NAMED_INPUT_OPS or op.input_names(p)[:2] == ['lhs', 'rhs']:
+    by the output's name for operators that name their outputs (MXNet's legacy layers and a
+    few others), by its index for the others."""
+    if op.name in _NAMED_OUTPUTS:
         return op.output_names(p)[index]
     return str(index)
