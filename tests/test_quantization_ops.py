@@ -139,3 +139,41 @@ def test_quantized_rnn_is_the_lstm_of_the_dequantized_data():
     with pytest.raises(MXNetError, match='mode'):
         mx.nd.contrib.quantized_rnn(q, params, h0, c0, scale, shift, state_size=H,
                                     num_layers=1, mode='gru')
+
+
+def test_mkldnn_selfatt_ops_are_the_interleaved_matmuls():
+    """The wheel cannot run these on every CPU (it crashes here); their float forms are the
+    interleaved attention matmuls, the quantized ones those of the dequantized inputs."""
+    rs = np.random.RandomState(0)
+    qkv = rs.randn(4, 2, 2 * 3 * 8).astype('f')
+    att = np.abs(rs.randn(4, 4, 4)).astype('f')
+    qk = mx.nd.contrib.interleaved_matmul_selfatt_qk(mx.nd.array(qkv), heads=2).asnumpy()
+    va = mx.nd.contrib.interleaved_matmul_selfatt_valatt(mx.nd.array(qkv), mx.nd.array(att),
+                                                         heads=2).asnumpy()
+    internal = mx.nd._internal
+    np.testing.assert_allclose(internal._sg_mkldnn_selfatt_qk(mx.nd.array(qkv), heads=2)
+                               .asnumpy(), qk, rtol=1e-6)
+    np.testing.assert_allclose(internal._sg_mkldnn_selfatt_valatt(
+        mx.nd.array(qkv), mx.nd.array(att), heads=2).asnumpy(), va, rtol=1e-6)
+    real = float(np.abs(qkv).max())
+    q8 = mx.nd.array(np.clip(np.rint(qkv * 127.5 / real), -128, 127), dtype='int8')
+    lo, hi = mx.nd.array([-real]), mx.nd.array([real])
+    deq = q8.asnumpy().astype('f') * real / 127.5
+    ref = mx.nd.contrib.interleaved_matmul_selfatt_qk(mx.nd.array(deq), heads=2).asnumpy()
+    out = internal._sg_mkldnn_selfatt_qk(q8, lo, hi, heads=2, quantized=True,
+                                         enable_float_output=True)
+    np.testing.assert_allclose(out.asnumpy(), ref, rtol=1e-5, atol=1e-5)
+    q, qmin, qmax = internal._sg_mkldnn_selfatt_qk(q8, lo, hi, heads=2, quantized=True,
+                                                   min_calib_range=-20.0, max_calib_range=20.0)
+    assert q.dtype == np.int8 and qmin.asscalar() == -20.0 and qmax.asscalar() == 20.0
+    np.testing.assert_array_equal(q.asnumpy(), np.clip(np.rint(ref * 127.5 / 20), -128, 127))
+    q, qmin, qmax = internal._sg_mkldnn_selfatt_qk(q8, lo, hi, heads=2, quantized=True)
+    assert q.dtype == np.int32
+    per_step = qmax.asscalar() / (2 ** 31 - 1)        # one int8 step of q times one of k
+    np.testing.assert_allclose(per_step, (real / 127.5) ** 2, rtol=1e-5)
+    np.testing.assert_allclose(q.asnumpy() * per_step, ref, atol=per_step / 2 + 1e-6)
+    sym = mx.sym._internal._sg_mkldnn_selfatt_valatt(mx.sym.var('qkv'), mx.sym.var('att'),
+                                                     heads=2, quantized=True, name='v')
+    assert sym.list_arguments() == ['qkv', 'att', 'v_min_qkv', 'v_max_qkv', 'v_min_attention',
+                                    'v_max_attention']
+    assert sym.list_outputs() == ['v_output', 'v_min_output', 'v_max_output']
