@@ -79,16 +79,21 @@ class Executor:
         self._arg_names = [n.name for n in self._arg_nodes]
         self._aux_names = [n.name for n in self._aux_nodes]
         self._output_names = symbol.list_outputs()
-        # the plan runs the graph after MXNet's bind-time passes (get_optimized_symbol shows it)
+        # the plan runs the graph after the bind-time passes (get_optimized_symbol shows it):
+        # MXNet's common-subexpression elimination, and fusions MXNet does not do (unrolled
+        # recurrent cells), which step-by-step runs leave out (see _stepwise)
         shapes = dict(shapes)
-        self._optimized = optimize.eliminate_common_expr(symbol, shapes) \
-            if optimize.enabled() else symbol
+        fused = optimize.fuse(symbol, shapes)
+        self._fused = fused is not symbol
+        self._optimized = optimize.mxnet_passes(fused, shapes)
         placement = place_nodes(topo_order(self._optimized._entries), ctx, group2ctx) \
             if group2ctx else {}
         devices = {k: c.torch_device for k, c in placement.items()} if placement else None
         self._plan = Plan.from_symbol(self._optimized, self._arg_nodes, self._aux_nodes, shapes,
                                       devices)
         self._shapes = shapes
+        self._group_devices = devices
+        self._stepwise_parts = None
         device = ctx.torch_device
         forward_train, self._ns_train = self._plan.compile(True, device)
         forward_infer, self._ns_infer = self._plan.compile(False, device)
@@ -252,6 +257,7 @@ class Executor:
         """Run the plan; remember what backward needs (and, for a graph that draws random numbers,
         the generator state it started from: a backward that has to run it again draws the same,
         as MXNet's backward reuses its forward's masks). `rng`: such a state to start from."""
+        plan = self._plan
         if rng is None and any(step.op.random for step in self._plan.steps):
             rng = _rng_state(self._ctx.torch_device)
         elif rng is not None:
@@ -260,7 +266,7 @@ class Executor:
         self._last_watch = ({'nodes': [], 'leaves': []}
                             if self._monitor is not None and with_grad else None)
         if self._monitor is not None or profiler.recording():
-            fn = self._interpreter(is_train)
+            plan, fn = self._interpreter(is_train)
         elif is_train:
             fn = self._forward_train
         else:
@@ -270,7 +276,7 @@ class Executor:
         self._last = {'train': is_train, 'heads': heads if with_grad else None,
                       'leaves': [inputs[i] for i in self._leaf_positions] if with_grad else None,
                       'losses': losses if with_grad else None,
-                      'stats': stats if is_train else None, 'rng': rng}
+                      'stats': stats if is_train else None, 'rng': rng, 'plan': plan}
         return heads
 
     def forward(self, is_train=False, **kwargs):
@@ -317,15 +323,17 @@ class Executor:
             saved, self._monitor = (self._monitor, self._monitor_all), monitor
             self._monitor_all = monitor_all
             try:
-                heads, stats, _ = self._interpreter(is_train)(*tensors)
+                plan, run = self._interpreter(is_train)
+                heads, stats, _ = run(*tensors)
             finally:
                 self._monitor, self._monitor_all = saved
         else:
+            plan = self._plan
             heads, stats, _ = fn(*tensors)
         if is_train and stats:
             aux = tensors[len(self.arg_arrays):]
             with torch.no_grad():
-                for step, outputs in zip(self._plan.stat_steps, stats):
+                for step, outputs in zip(plan.stat_steps, stats):
                     step.op.update_aux(step.params, [aux[i] for i in step.aux_positions
                                                      if i is not None], outputs)
         return heads
@@ -408,7 +416,7 @@ class Executor:
                                  'is required when calling backward. (output %s has none)'
                                  % self._output_names[k])
             outs.append(head)
-        for step, values in zip(self._plan.loss_steps, last['losses']):
+        for step, values in zip(last['plan'].loss_steps, last['losses']):
             data = values[0]
             if data.requires_grad:             # seed autograd with MXNet's loss gradient
                 outs.append(data)
@@ -456,7 +464,7 @@ class Executor:
             return
         self._last['stats'] = None
         with torch.no_grad():
-            for step, outputs in zip(self._plan.stat_steps, stats):
+            for step, outputs in zip(self._last['plan'].stat_steps, stats):
                 aux = [self.aux_arrays[i]._tensor for i in step.aux_positions if i is not None]
                 step.op.update_aux(step.params, aux, outputs)
 
@@ -530,19 +538,37 @@ class Executor:
             for suffix, value in zip(step.op.output_names(step.params), results):
                 self._report('%s_%s' % (step.node.name, suffix), value)
 
+    def _stepwise(self):
+        """(plan, train namespace, inference namespace) for running step by step (monitor,
+        profiler, partial_forward): the graph after MXNet's own bind-time passes only, so every
+        node MXNet's executor has is a step (a fused recurrent chain is its cells again)."""
+        if self._stepwise_parts is None:
+            if self._fused:
+                shapes = dict(self._shapes)
+                symbol = optimize.mxnet_passes(self._symbol, shapes)
+                plan = Plan.from_symbol(symbol, self._arg_nodes, self._aux_nodes, shapes,
+                                        self._group_devices)
+                device = self._ctx.torch_device
+                self._stepwise_parts = (plan, plan.compile(True, device)[1],
+                                        plan.compile(False, device)[1])
+            else:
+                self._stepwise_parts = (self._plan, self._ns_train, self._ns_infer)
+        return self._stepwise_parts
+
     def _interpreter(self, is_train):
-        namespace = self._ns_train if is_train else self._ns_infer
+        """(plan, fn): fn runs the step-by-step plan one step at a time, reporting."""
+        plan, ns_train, ns_infer = self._stepwise()
+        namespace = ns_train if is_train else ns_infer
 
         def run(*inputs):
-            values = dict(zip(self._plan.input_names, inputs))
-            for step in self._plan.steps:
+            values = dict(zip(plan.input_names, inputs))
+            for step in plan.steps:
                 self._run_step(step, values, namespace)
-            plan = self._plan
             return (tuple(values[h] for h in plan.heads),
                     tuple(tuple(values[o] for o in s.outputs) for s in plan.stat_steps),
                     tuple(tuple(values[v] for v in s.inputs + s.outputs[:1])
                           for s in plan.loss_steps))
-        return run
+        return plan, run
 
     def partial_forward(self, is_train=False, step=0):
         """Run only plan step `step` (call with 0, 1, 2, ... in order); returns the steps left.
@@ -553,14 +579,15 @@ class Executor:
             return self._partial_forward(is_train, step)
 
     def _partial_forward(self, is_train, step):
-        steps = self._plan.steps
+        plan, ns_train, ns_infer = self._stepwise()
+        steps = plan.steps
         if step == 0 or self._partial is None:
             inputs = self._inputs(False)
-            self._partial = dict(zip(self._plan.input_names, inputs))
+            self._partial = dict(zip(plan.input_names, inputs))
         if not 0 <= step < len(steps):
             raise MXNetError('partial_forward: step %d out of range (%d steps)'
                              % (step, len(steps)))
-        namespace = self._ns_train if is_train else self._ns_infer
+        namespace = ns_train if is_train else ns_infer
         with torch.no_grad():
             self._run_step(steps[step], self._partial, namespace)
         left = len(steps) - step - 1
@@ -571,11 +598,12 @@ class Executor:
             self._latest = slot
             values = self._partial
             with torch.no_grad():
-                for out, name in zip(self.outputs, self._plan.heads):
+                for out, name in zip(self.outputs, plan.heads):
                     out._tensor.copy_(values[name])
             self._last = {'train': is_train, 'heads': None, 'leaves': None, 'losses': None,
                           'stats': tuple(tuple(values[o] for o in s.outputs)
-                                         for s in self._plan.stat_steps) if is_train else None}
+                                         for s in plan.stat_steps) if is_train else None,
+                          'plan': plan}
             self._partial = None
         return left
 

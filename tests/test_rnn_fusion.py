@@ -188,3 +188,41 @@ def test_bidirectional_and_dropout_stacks(monkeypatch):
         results.append((ex.outputs[0].asnumpy(), _ops(ex.get_optimized_symbol()).count('RNN')))
     assert (results[0][1], results[1][1]) == (3, 0)
     _close(results[0][0], results[1][0])
+
+
+def _monitored(sym, fuse, monkeypatch, shapes):
+    """Every (name, value) a monitor sees over one training pass, and the partial-forward
+    step count, with the fusion on or off."""
+    monkeypatch.setenv('MXTORCH_FUSE_RNN', '1' if fuse else '0')
+    ex = sym.simple_bind(mx.cpu(), **shapes)
+    rng = np.random.RandomState(0)
+    for name, arr in ex.arg_dict.items():
+        arr[:] = rng.randint(0, VOCAB, arr.shape) if name == 'data' else \
+            rng.uniform(-0.5, 0.5, arr.shape)
+    seen = []
+    ex.set_monitor_callback(lambda name, arr: seen.append(
+        (mx.base.py_str(name), mx.nd.NDArray(arr).asnumpy().copy())))
+    ex.forward(is_train=True)
+    ex.backward()
+    grads = {n: g.asnumpy() for n, g in ex.grad_dict.items() if g is not None}
+    ex.set_monitor_callback(None)
+    steps = 0
+    while ex.partial_forward(is_train=False, step=steps) > 0:
+        steps += 1
+    return seen, grads, steps + 1
+
+
+def test_monitor_and_partial_forward_see_every_cell_step(monkeypatch):
+    """A fused graph still reports each unrolled cell's values to a monitor, and
+    partial_forward walks MXNet's nodes: step by step it runs the cells themselves."""
+    sym = _language_model('lstm', 4, layers=1)
+    shapes = {'data': (N, 4)}
+    seen, grads, steps = _monitored(sym, True, monkeypatch, shapes)
+    ref_seen, ref_grads, ref_steps = _monitored(sym, False, monkeypatch, shapes)
+    assert [n for n, _ in seen] == [n for n, _ in ref_seen]
+    assert any(n.endswith('t3_i2h_output') for n, _ in seen)
+    for (name, value), (_, ref) in zip(seen, ref_seen):
+        _close(value, ref, name)
+    for name in grads:
+        _close(grads[name], ref_grads[name], name)
+    assert steps == ref_steps

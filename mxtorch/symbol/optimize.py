@@ -24,21 +24,23 @@ def _mergeable(node):
                 or len(node.inputs) > node.num_args())
 
 
-def bind_passes(symbol, shapes):
-    """The symbol the executor runs for the bound `shapes`: the RNN fusion (unless
-    MXTORCH_FUSE_RNN=0), then common-subexpression elimination (unless
-    MXNET_ELIMINATE_COMMON_EXPR=0); `symbol` itself if neither changed anything."""
-    if rnn_fusion.enabled():
-        symbol = rnn_fusion.fuse_rnn_cells(symbol, shapes)
-    return _merge_common(symbol, shapes) if enabled() else symbol
+def fuse(symbol, shapes):
+    """Bind-time fusions MXNet's executor does not do: unrolled LSTM/GRU cells as one RNN
+    operator (rnn_fusion.py; MXTORCH_FUSE_RNN=0 turns it off). `symbol` itself if none
+    applies; `shapes` gets the new nodes' shapes."""
+    return rnn_fusion.fuse_rnn_cells(symbol, shapes) if rnn_fusion.enabled() else symbol
 
 
 def eliminate_common_expr(symbol, shapes=None):
-    """The symbol with repeated subexpressions computed once (`symbol` itself if none); given
-    the bound `shapes`, unrolled recurrent cells run fused first (see bind_passes)."""
-    if shapes is not None:
-        return bind_passes(symbol, shapes)
+    """The symbol with repeated subexpressions computed once (`symbol` itself if none), as
+    MXNet's bind does (MXNET_ELIMINATE_COMMON_EXPR=0 turns it off at bind)."""
     return _merge_common(symbol, shapes)
+
+
+def mxnet_passes(symbol, shapes):
+    """The bind-time passes MXNet itself runs (common-subexpression elimination, unless
+    MXNET_ELIMINATE_COMMON_EXPR=0)."""
+    return _merge_common(symbol, shapes) if enabled() else symbol
 
 
 def _merge_common(symbol, shapes=None):
