@@ -177,3 +177,14 @@ def test_mkldnn_selfatt_ops_are_the_interleaved_matmuls():
     assert sym.list_arguments() == ['qkv', 'att', 'v_min_qkv', 'v_max_qkv', 'v_min_attention',
                                     'v_max_attention']
     assert sym.list_outputs() == ['v_output', 'v_min_output', 'v_max_output']
+
+
+def test_quantize_v2_passes_int8_data_through():
+    q8 = mx.nd.array([-100, 5, 127], dtype='int8')
+    out, lo, hi = mx.nd.contrib.quantize_v2(q8)
+    assert out.dtype == np.int8 and list(out.asnumpy()) == [-100, 5, 127]
+    assert (lo.asscalar(), hi.asscalar()) == (-127.5, 127.5)       # as MXNet 1.9.1
+    out, lo, hi = mx.nd.contrib.quantize_v2(q8, min_calib_range=-2.0, max_calib_range=2.0)
+    assert (lo.asscalar(), hi.asscalar()) == (-2.0, 2.0)
+    out, lo, hi = mx.nd.contrib.quantize_v2(mx.nd.array([0, 255], dtype='uint8'))
+    assert out.dtype == np.uint8 and (lo.asscalar(), hi.asscalar()) == (0.0, 255.5)

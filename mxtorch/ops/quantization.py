@@ -134,7 +134,13 @@ def out_dtype(p):
 def _quantize_v2(p, data):
     """data over the calibrated range, else over the data's own min and max. Outputs the range
     that the result spans: +-r for int8; the range itself for uint8 (MKL-DNN's, whose steps
-    start at zero whatever its min)."""
+    start at zero whatever its min). int8 / uint8 data passes through, spanning the calibrated
+    range or its own steps (+-127.5, or 0 to 255.5)."""
+    if data.dtype in _LIMITS:
+        if calibrated(p):
+            return data, _f32(p.min_calib_range), _f32(p.max_calib_range)
+        top = _f32(MKLDNN_STEPS[data.dtype])
+        return data, (-top if data.dtype == torch.int8 else torch.zeros(1)), top
     if calibrated(p):
         lo, hi = _f32(p.min_calib_range), _f32(p.max_calib_range)
     else:
@@ -148,6 +154,8 @@ def _quantize_v2(p, data):
 
 
 def _v2_type(p, ins, outs):
+    if ins[0] in (np_dtype('int8'), np_dtype('uint8')):
+        return [ins[0]], [ins[0], np_dtype('float32'), np_dtype('float32')]
     return [np_dtype('float32')], [np_dtype(str(out_dtype(p)).split('.')[-1]),
                                    np_dtype('float32'), np_dtype('float32')]
 
