@@ -241,3 +241,15 @@ def test_group_adagrad_with_no_stored_rows_changes_nothing():
     g = mx.nd.sparse.zeros('row_sparse', (3, 4))
     mx.nd.contrib.group_adagrad_update(w, g, h, lr=0.1, out=w)
     assert (w.asnumpy() == 1).all() and (h.asnumpy() == 0).all()
+
+
+def test_group_adagrad_states_pickle_under_mxnet_names():
+    saved = DATA['group_adagrad_opt/states_pickle'].tobytes()     # written by MXNet 1.9.1
+    updater = optimizer.get_updater(optimizer.SGD())
+    updater.set_states(saved)
+    assert isinstance(updater.optimizer, optimizer.contrib.GroupAdaGrad)
+    assert updater.optimizer.lr == 0.3 and updater.optimizer.float_stable_eps == 1e-3
+    np.testing.assert_allclose(updater.states[0].asnumpy(),
+                               DATA['group_adagrad_opt/step2/history'], rtol=1e-6)
+    again = updater.get_states(dump_optimizer=True)
+    assert b'mxnet.optimizer.contrib' in again and b'mxtorch' not in again

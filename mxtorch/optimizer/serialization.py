@@ -41,6 +41,7 @@ def _mxnet_name(obj):
     if obj is NDArray:
         return 'mxnet.ndarray.ndarray', 'NDArray'
     if isinstance(obj, type) and obj.__module__ in ('mxtorch.optimizer.optimizer',
+                                                     'mxtorch.optimizer.contrib',
                                                      'mxtorch.lr_scheduler'):
         return 'mxnet' + obj.__module__[len('mxtorch'):], obj.__name__
     return None
