@@ -12,7 +12,10 @@ each written four ways and timed interleaved:
 Nets: MLP 784-256-128-10 (relu), batch 64; CNN conv 3x3x16 - relu - maxpool - conv 3x3x32 -
 relu - maxpool - dense 10 on 1x28x28, batch 32.
 
-    python benchmarks/bench_gluon.py [--rounds 9] [--ctx gpu]
+    python benchmarks/bench_gluon.py [--rounds 9] [--ctx gpu] [--calls]
+
+--calls times single small calls instead (mx.nd.relu, x + y, FullyConnected, a Dense layer)
+against the same torch calls: the per-call Python overhead of the imperative path.
 """
 import argparse
 import logging
@@ -127,6 +130,44 @@ def torch_step(kind, device):
     return step
 
 
+def call_overheads(rounds, seconds):
+    """Per-call time of small imperative calls (mx.nd / a Gluon layer against the same torch
+    call on the same tensors), where the per-call Python overhead shows: 100 calls per sample."""
+    x, w, b = mx.nd.ones((64, 32)), mx.nd.ones((16, 32)), mx.nd.ones((16,))
+    t, tw, tb = x._tensor, w._tensor, b._tensor
+    dense = nn.Dense(16, in_units=32)
+    dense.initialize()
+    linear = tnn.Linear(32, 16)
+    pairs = {
+        'relu': (lambda: mx.nd.relu(x), lambda: torch.relu(t)),
+        'x + y': (lambda: x + x, lambda: t + t),
+        'FullyConnected / linear': (lambda: mx.nd.FullyConnected(x, w, b, num_hidden=16),
+                                    lambda: tnn.functional.linear(t, tw, tb)),
+        'Dense(16) / nn.Linear(16) call': (lambda: dense(x), lambda: linear(t)),
+    }
+
+    def hundred(fn):
+        def run():
+            for _ in range(100):
+                fn()
+        return run
+    candidates = {}
+    for name, (mx_fn, torch_fn) in pairs.items():
+        candidates['mxtorch ' + name] = hundred(mx_fn)
+        candidates['torch ' + name] = hundred(torch_fn)
+    with torch.no_grad():
+        medians = interleaved(candidates, rounds=rounds, seconds=seconds)
+    lines = ['per-call time, (64, 32) float32 input, no autograd recording (median of '
+             'interleaved rounds)']
+    for name in pairs:
+        mine, theirs = medians['mxtorch ' + name] / 100, medians['torch ' + name] / 100
+        lines.append('  %-32s mxtorch %7.2f us   torch %7.2f us   overhead %6.2f us' % (
+            name, mine * 1e6, theirs * 1e6, (mine - theirs) * 1e6))
+    text = '\n'.join(lines)
+    print(text)
+    return text
+
+
 def _synced(fn, ctx):
     if ctx.device_type != 'gpu':
         return fn
@@ -142,7 +183,11 @@ def main(argv=()):
     parser.add_argument('--rounds', type=int, default=9)
     parser.add_argument('--seconds', type=float, default=0.5)
     parser.add_argument('--ctx', default='cpu', choices=('cpu', 'gpu'))
+    parser.add_argument('--calls', action='store_true',
+                        help='time single small calls instead (per-call overhead)')
     args = parser.parse_args(list(argv))
+    if args.calls:
+        return [call_overheads(args.rounds, args.seconds)]
     ctx = mx.gpu(0) if args.ctx == 'gpu' else mx.cpu()
     device = 'cuda' if args.ctx == 'gpu' else 'cpu'
     results = []
