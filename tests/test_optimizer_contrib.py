@@ -253,3 +253,23 @@ def test_group_adagrad_states_pickle_under_mxnet_names():
                                DATA['group_adagrad_opt/step2/history'], rtol=1e-6)
     again = updater.get_states(dump_optimizer=True)
     assert b'mxnet.optimizer.contrib' in again and b'mxtorch' not in again
+
+
+def test_rules_compile_to_one_graph():
+    """torch.compile traces a rule whole (fullgraph: no graph break, no host read-back)."""
+    w = [torch.randn(3, 2), torch.randn(4)]
+    g = [torch.randn(3, 2), torch.randn(4)]
+    m = [torch.zeros(3, 2), torch.zeros(4)]
+    v = [torch.zeros(3, 2), torch.zeros(4)]
+
+    def step():
+        rules.sgd(w, g, m, [0.1, 0.2], [0.0, 0.01], 0.9, 1.0, 0.5)
+        rules.lamb(w, g, m, v, [0.1, 0.2], [0.0, 0.01], [1, 2], lower_bound=0.1)
+    compiled = torch.compile(step, backend='aot_eager', fullgraph=True)
+    w_eager = [x.clone() for x in w]
+    m_eager, v_eager = [x.clone() for x in m], [x.clone() for x in v]
+    rules.sgd(w_eager, g, m_eager, [0.1, 0.2], [0.0, 0.01], 0.9, 1.0, 0.5)
+    rules.lamb(w_eager, g, m_eager, v_eager, [0.1, 0.2], [0.0, 0.01], [1, 2], lower_bound=0.1)
+    compiled()
+    for a, b in zip(w, w_eager):
+        torch.testing.assert_close(a, b)
