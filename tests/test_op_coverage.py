@@ -4,7 +4,6 @@ interface (`_np*`) and the backward operators is registered in mxtorch.ops, the 
 names (`_sparse_*`) included."""
 import pathlib
 
-
 from mxtorch import ops
 
 NAMES_FILE = pathlib.Path(__file__).parent / 'fixtures' / 'mxnet_1.9.1_op_names.txt'
