@@ -9,8 +9,16 @@ shape (1,) float32 inputs) and gives (output, min_output, max_output).
 * act (relu), flatten, pooling, embedding: on the int values; the range passes through.
 * concat, elemwise_add, batch_norm: over one output range; inputs are rescaled to it, as the
   CPU wheel's MKL-DNN kernels do (127.5 / 255.5 steps, see quantization.py).
+* rnn: the float LSTM of quantize_asym's uint8 data, dequantized.
 Layer parameters are the float operator's (Convolution, FullyConnected, Pooling, ...), checked
 by the same schema and shape rules.
+
+Where MXNet 1.9.1's CPU wheel computes otherwise (tests/test_quantization_ops.py):
+* its quantized_conv (unfused, uint8 data only) adds the int8 bias unscaled and reports the
+  int32 range of int8 data; here the bias is rescaled as in fully_connected and the range is
+  uint8 data's. (The wheel runs quantized convolutions fused, as _sg_mkldnn_conv.)
+* its quantized_act of uint8 data is typed int8 (the bytes reinterpreted); here it stays uint8.
+* its quantized_batch_norm scales by gamma whatever fix_gamma says; so does this one.
 """
 import torch
 
@@ -23,7 +31,6 @@ from .shapes import merge, require
 
 F32, I32 = np_dtype('float32'), np_dtype('int32')
 _QTYPES = (np_dtype('int8'), np_dtype('uint8'))
-_TORCH = {np_dtype('int8'): torch.int8, np_dtype('uint8'): torch.uint8}
 
 
 def step(dtype, lo, hi):
@@ -73,7 +80,7 @@ def _bias_shape(float_name, p, acc):
     return shape
 
 
-def _int32_layer(float_name, doc):
+def _int32_layer(name, float_name, doc):
     float_op = get_op(float_name)
 
     def forward(p, *inputs):
@@ -102,7 +109,7 @@ def _int32_layer(float_name, doc):
 
     def infer_type(p, ins, outs):
         k = len(_float_args(float_op, p))
-        check_quantized(doc, 'data', ins[0])
+        check_quantized(name, 'data', ins[0])
         new = [ins[0] or np_dtype('int8')] + [np_dtype('int8')] * (k - 1) + [F32] * (2 * k)
         return new, [I32, F32, F32]
 
@@ -113,7 +120,7 @@ def _int32_layer(float_name, doc):
 
 
 def _register_int32_layer(name, float_name, doc):
-    forward, kwargs = _int32_layer(float_name, doc)
+    forward, kwargs = _int32_layer(name, float_name, doc)
     register(OpDef(name, forward, **kwargs))
 
 
