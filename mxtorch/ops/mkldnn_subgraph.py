@@ -92,11 +92,12 @@ def _fused(op_name, weight_index):
         if not p.quantized:
             return run_graph(graph, values, False)[0]
         floats, steps = _dequantize_inputs(values, ranges, (weight_index,))
-        if len(steps) < 2:         # float weights (conv): one int8 step of their own range
-            w = floats[weight_index]
-            steps.append(w.abs().max().reshape(1) / STEPS[torch.int8])
+        if values[weight_index].dtype in _INT:
+            weight_step = steps[1]
+        else:                      # float weights (conv): one int8 step of their own range
+            weight_step = floats[weight_index].abs().max().reshape(1) / STEPS[torch.int8]
         y = run_graph(graph, floats, False)[0]
-        return _quantized_result(p, y, steps[0] * steps[1])
+        return _quantized_result(p, y, steps[0] * weight_step)
     forward.__doc__ = 'the fused float subgraph, on dequantized inputs where quantized'
     return forward
 
