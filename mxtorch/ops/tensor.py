@@ -1,4 +1,6 @@
 """Shape, layout and indexing operators."""
+import functools
+
 import numpy as np
 import torch
 
@@ -101,7 +103,13 @@ def _legacy_target(p, src):
 def _reshape_out(p, src):
     if not p.shape and p.target_shape:
         return _legacy_target(p, src)
-    return reshape_target(src, p.shape, p.reverse)
+    return _cached_target(tuple(src), tuple(p.shape), bool(p.reverse))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_target(src, codes, reverse):
+    """reshape_target, remembered: a bound graph reshapes the same shapes on every call."""
+    return reshape_target(src, codes, reverse)
 
 
 def _reshape(p, data):
