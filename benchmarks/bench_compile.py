@@ -1,50 +1,145 @@
-"""Issue 13, CPU: Module.fit with the bound plan compiled by torch.compile (MXTORCH_COMPILE=1,
-mxtorch/compiler.py) against the same Module uncompiled and a hand-written PyTorch eager loop
-(bench_module.py's), interleaved. The compile itself (cached on disk) is paid before timing."""
+"""Issue 13, CPU: one training step (forward, backward, SGD with momentum) of the MLP
+784-128-64-10 (batch 100 and 1000) and LeNet (batch 64) as a Module, uncompiled and with the bound
+plan compiled (MXTORCH_COMPILE=1, mxtorch/compiler.py), against a hand-written PyTorch eager
+step, MXNet 1.9.1 (mxnet_worker.py, where MXNET_PYTHON or /tmp/mxref has it) and JAX with the
+whole step under jax.jit (jax_worker.py, where JAX_PYTHON names a Python with JAX),
+interleaved in one run, one thread each. The compiles (cached on disk) are paid before timing.
+"""
+import json
 import os
+import shutil
+import subprocess
 import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
 
 import mxtorch as mx
 from mxtorch import compiler
 from mxtorch.models import lenet, mlp
-from bench_module import _param, mxtorch_epoch, synthetic, torch_epoch
 from harness import interleaved, report
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+MXREF = os.environ.get('MXNET_PYTHON', '/tmp/mxref/bin/python')
+JAXPY = os.environ.get('JAX_PYTHON', '/tmp/jaxenv/bin/python')
+ONE_THREAD = {'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1', 'OMP_WAIT_POLICY': 'PASSIVE',
+              'XLA_FLAGS': '--xla_cpu_multi_thread_eigen=false',
+              'MXNET_ENGINE_TYPE': 'NaiveEngine'}
 
-def compiled_epoch(sym, x, y, batch):
-    """mxtorch_epoch with MXTORCH_COMPILE=1 while the module binds and first runs."""
+
+class Worker:
+    """A benchmark worker process speaking the setup/run line protocol."""
+
+    def __init__(self, python, script):
+        pin = ['taskset', '-c', str(min(os.sched_getaffinity(0)))] if hasattr(
+            os, 'sched_getaffinity') and shutil.which('taskset') else []   # XLA: one core
+        self.proc = subprocess.Popen(pin + [python, os.path.join(HERE, script)],
+                                     stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, **ONE_THREAD))
+
+    def ask(self, **request):
+        self.proc.stdin.write(json.dumps(request) + '\n')
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def step_fn(self, **setup):
+        self.ask(cmd='setup', **setup)
+        return lambda: self.ask(cmd='run', n=1)
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def _works(python, module):
+    return os.path.exists(python) and subprocess.run(
+        [python, '-c', 'import ' + module], capture_output=True).returncode == 0
+
+
+def module_step(sym, shape, batch, compiled):
     saved = os.environ.get('MXTORCH_COMPILE')
-    os.environ['MXTORCH_COMPILE'] = '1'
+    os.environ['MXTORCH_COMPILE'] = '1' if compiled else '0'
     try:
+        rng = np.random.RandomState(1)
+        mod = mx.mod.Module(sym)
+        mod.bind([('data', (batch,) + shape)], [('softmax_label', (batch,))])
+        mod.init_params(mx.init.Xavier())
+        mod.init_optimizer(optimizer_params={'learning_rate': 0.01, 'momentum': 0.9})
+        data = mx.io.DataBatch([mx.nd.array(rng.rand(batch, *shape))],
+                               [mx.nd.array(rng.randint(0, 10, batch))])
+
+        def step():
+            mod.forward_backward(data)
+            mod.update()
         start = time.perf_counter()
-        epoch = mxtorch_epoch(sym, x, y, batch)
+        step()
         compiler.wait()
-        print('  compile + first epoch: %.1f s' % (time.perf_counter() - start))
+        if compiled:
+            print('  compile (cached on disk after the first run): %.1f s'
+                  % (time.perf_counter() - start))
+        return step
     finally:
         if saved is None:
             del os.environ['MXTORCH_COMPILE']
         else:
             os.environ['MXTORCH_COMPILE'] = saved
-    return epoch
+
+
+def torch_step(kind, shape, batch):
+    """The same network as plain torch tensors and ops, trained the way a PyTorch user would."""
+    torch.manual_seed(0)
+    if kind == 'mlp':
+        sizes = [(128, 784), (128,), (64, 128), (64,), (10, 64), (10,)]
+    else:
+        sizes = [(20, 1, 5, 5), (20,), (50, 20, 5, 5), (50,), (500, 800), (500,), (10, 500),
+                 (10,)]
+    params = [(torch.randn(*s) * 0.05).requires_grad_() for s in sizes]
+    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
+    x = torch.rand(batch, *shape)
+    y = torch.randint(0, 10, (batch,))
+
+    def forward(h):
+        if kind == 'mlp':
+            h = F.relu(F.linear(h, params[0], params[1]))
+            h = F.relu(F.linear(h, params[2], params[3]))
+            return F.linear(h, params[4], params[5])
+        h = F.max_pool2d(torch.tanh(F.conv2d(h, params[0], params[1])), 2, 2)
+        h = F.max_pool2d(torch.tanh(F.conv2d(h, params[2], params[3])), 2, 2)
+        h = torch.tanh(F.linear(h.flatten(1), params[4], params[5]))
+        return F.linear(h, params[6], params[7])
+
+    def step():
+        loss = F.cross_entropy(forward(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
 
 
 def main():
+    torch.set_num_threads(1)
+    mxnet = Worker(MXREF, 'mxnet_worker.py') if _works(MXREF, 'mxnet') else None
+    jax = Worker(JAXPY, 'jax_worker.py') if _works(JAXPY, 'jax') else None
     results = []
-    cases = [('MLP 784-128-64-10, batch 100, 6000 samples', mlp.get_symbol(10), (784,), 6000, 100,
-              [('fc_relu', _param(128, 784), _param(128)), ('fc_relu', _param(64, 128), _param(64)),
-               ('fc', _param(10, 64), _param(10))]),
-             ('LeNet, batch 64, 3200 samples of 1x28x28', lenet.get_symbol(10), (1, 28, 28), 3200,
-              64, [('conv', _param(20, 1, 5, 5), _param(20)), ('conv', _param(50, 20, 5, 5),
-                                                             _param(50)),
-                   ('fc_tanh', _param(500, 800), _param(500)), ('fc', _param(10, 500), _param(10))])]
-    for title, sym, shape, n, batch, layers in cases:
-        x, y = synthetic(shape, n)
-        medians = interleaved({'PyTorch eager loop': torch_epoch(layers, x, y, batch),
-                               'mxtorch Module.fit': mxtorch_epoch(sym, x, y, batch),
-                               'mxtorch Module.fit, compiled': compiled_epoch(sym, x, y, batch)},
-                              rounds=7, seconds=1.0, warmup=1)
-        results.append(report(title + ': epoch time', medians, 'PyTorch eager loop', unit=1.0,
-                              unit_name='s'))
+    cases = [('MLP 784-128-64-10, batch 100', 'mlp', mlp.get_symbol(10), (784,), 100),
+             ('MLP 784-128-64-10, batch 1000', 'mlp', mlp.get_symbol(10), (784,), 1000),
+             ('LeNet, batch 64', 'lenet', lenet.get_symbol(10), (1, 28, 28), 64)]
+    for title, kind, sym, shape, batch in cases:
+        candidates = {'PyTorch eager': torch_step(kind, shape, batch),
+                      'mxtorch Module': module_step(sym, shape, batch, False),
+                      'mxtorch Module, compiled': module_step(sym, shape, batch, True)}
+        if mxnet is not None:
+            candidates['MXNet 1.9.1 Module'] = mxnet.step_fn(
+                mode='train', json=sym.tojson(), data=(batch,) + shape, label=(batch,))
+        if jax is not None:
+            candidates['JAX jit (whole step)'] = jax.step_fn(model=kind, batch=batch)
+        medians = interleaved(candidates, rounds=7, seconds=1.0, warmup=3)
+        results.append(report(title + ': training step, 1 thread', medians, 'PyTorch eager'))
+    for worker in (mxnet, jax):
+        if worker is not None:
+            worker.close()
     return results
 
 

@@ -11,23 +11,28 @@ False (custom Python operators, control flow) run as they are between compiled r
 
 MXTORCH_COMPILE selects when (CPU plans; GPU plans stay uncompiled for now):
     0 / off (default)  never
-    1 / on             at the first call of each bound function, before it runs (the run is
-                       deterministic: every call after bind uses the compiled code)
+    1 / on             at the first call of each bound function, before it runs
     background         after AUTO_AFTER calls, in a background thread, while the plan keeps
                        running uncompiled; it switches when ready (fastest start, but the step
                        at which the numbers start to come from compiled code depends on timing)
-Compiled numbers are within float rounding of the uncompiled plan's (inductor fuses element-wise
-work and may reorder it); measured in benchmarks/RESULTS.md.
+Once compiled, the compiled and the uncompiled function are timed on the copies (forward and
+backward, median of a few calls) and the compiled code is used only if it is at least 5% faster:
+inductor speeds up graphs with element-wise work between their convolutions (LeNet 2x) but can
+slow down GEMM-bound ones (an MLP 1.1-1.3x); see benchmarks/RESULTS.md. Compiled numbers are
+within float rounding of the uncompiled plan's (inductor fuses element-wise work and may reorder
+it).
 """
 import atexit
 import logging
 import os
 import threading
+import time
 import warnings
 
 import torch
 
 AUTO_AFTER = 50
+KEEP_BELOW = 0.95        # the compiled code is used only when at least this much faster
 _LOG = logging.getLogger(__name__)
 _THREADS = []           # compiles under way (joined at exit: a compile is not interruptible)
 _WARNED = set()
@@ -58,7 +63,7 @@ class Compiled:
         self.fn = fn
         self.name = name
         self.calls = 0
-        self.state = 'eager'        # 'eager' -> 'compiling' -> 'ready' | 'failed'
+        self.state = 'eager'        # 'eager' -> 'compiling' -> 'ready' | 'slower' | 'failed'
         self._compiled = None
         self._grad_mode = None
         self._eligible = device.type == 'cpu'     # GPUs: not yet (CUDA graph capture is next)
@@ -92,14 +97,17 @@ class Compiled:
             warnings.filterwarnings('ignore', message='Dynamo detected a call to a '
                                     '`functools.lru_cache`-wrapped function')
             compiled = torch.compile(self.fn, dynamic=False)
-            with torch.set_grad_enabled(grad_mode):
-                result = compiled(*examples)
-                if grad_mode:                 # compile the backward too, as a training step will
-                    outs = [t for t in _tensors(result) if t.requires_grad]
-                    if outs:
-                        torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
-            self._compiled, self._grad_mode = compiled, grad_mode
-            self.state = 'ready'
+            _step(compiled, examples, grad_mode)     # compiles forward and backward
+            eager, fast = _timed(self.fn, examples, grad_mode), _timed(compiled, examples,
+                                                                         grad_mode)
+            if fast < eager * KEEP_BELOW:
+                self._compiled, self._grad_mode = compiled, grad_mode
+                self.state = 'ready'
+            else:                   # GEMM-bound graphs can come out slower: keep the plan
+                self.state = 'slower'
+            _LOG.info('mxtorch: compiled %s graph: %.3g ms a call, uncompiled %.3g ms: %s',
+                      self.name, fast * 1e3, eager * 1e3,
+                      'using the compiled code' if self.state == 'ready' else 'kept uncompiled')
         except Exception as err:              # any failure: stay uncompiled, say so once
             self.state = 'failed'
             key = type(err).__name__
@@ -112,6 +120,34 @@ class Compiled:
             thread = threading.current_thread()
             if thread in _THREADS:
                 _THREADS.remove(thread)
+
+
+def _step(fn, examples, grad_mode):
+    """One call as the executor makes it: forward, and backward from every differentiable
+    output when gradients are recorded."""
+    with torch.set_grad_enabled(grad_mode):
+        result = fn(*examples)
+        if grad_mode:
+            outs = [t for t in _tensors(result) if t.requires_grad]
+            if outs:
+                torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
+    for x in examples:
+        if isinstance(x, torch.Tensor):
+            x.grad = None
+
+
+def _timed(fn, examples, grad_mode, budget=0.3):
+    """Median seconds of `_step` (after one warm-up call), over as many calls as fit
+    `budget` seconds, at least one and at most five."""
+    start = time.perf_counter()
+    _step(fn, examples, grad_mode)
+    once = time.perf_counter() - start
+    samples = []
+    for _ in range(max(1, min(5, int(budget / max(once, 1e-6))))):
+        start = time.perf_counter()
+        _step(fn, examples, grad_mode)
+        samples.append(time.perf_counter() - start)
+    return sorted(samples)[len(samples) // 2]
 
 
 def _examples(inputs):

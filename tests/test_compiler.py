@@ -136,7 +136,22 @@ def test_custom_operator_runs_between_compiled_regions(monkeypatch):
                                2 * np.sin(values) * np.cos(values), rtol=1e-5)
 
 
+def test_compiled_code_kept_only_when_faster(monkeypatch):
+    """The compiled function replaces the plan only if it timed at least 5% faster."""
+    monkeypatch.setenv('MXTORCH_COMPILE', '1')
+    times = {}
+    monkeypatch.setattr(compiler, '_timed', lambda fn, examples, grad: times[fn is plan_fn])
+    for eager, compiled, state in ((1.0, 0.9, 'ready'), (1.0, 0.97, 'slower')):
+        times.update({True: eager, False: compiled})
+        ex = _bind(_net())
+        plan_fn = ex._inference().fn
+        ex.forward(is_train=False)
+        assert ex._inference().state == state
+
+
 @pytest.fixture(autouse=True)
-def _no_leftover_compiles():
+def _no_leftover_compiles(monkeypatch, request):
+    if request.node.name != 'test_compiled_code_kept_only_when_faster':
+        monkeypatch.setattr(compiler, 'KEEP_BELOW', float('inf'))   # keep whatever compiles
     yield
     compiler.wait()
