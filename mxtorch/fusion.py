@@ -37,6 +37,8 @@ def optimize_for_inference(plan):
     steps = list(plan.steps)
     for rule in (fuse_convolutions, fuse_relu):
         steps = rule(steps, _uses(steps, plan.heads))
+    steps = keep_constant_values(steps, plan.input_names, set(plan.heads) | {
+        v for s in plan.loss_steps for v in s.inputs + s.outputs})
     return Plan(plan.input_names, steps, plan.heads,
                 loss_steps=[s for s in steps if s in plan.loss_steps])
 
@@ -250,6 +252,72 @@ def _onednn_available(rank=2):
         return bool(torch.allclose(got, want, atol=1e-5))
     except (AttributeError, RuntimeError):
         return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Values computed from the parameters alone
+# ---------------------------------------------------------------------------------------------
+_MAX_SOURCES = 4
+
+
+def keep_constant_values(steps, input_names, exposed):
+    """A step computed from at most _MAX_SOURCES of the plan's inputs (and nothing else) keeps
+    its value between calls while those inputs stay unchanged (their version counters): the
+    parameters a graph concatenates, stacks or transposes every call (GluonNLP's attention
+    weights) are worked once. The inputs a step depends on are passed to it after its own
+    (the generated call names them); a step whose inputs changed between its first two calls
+    (one reading the data) stops looking. Fused, random, untraceable (custom Python) and
+    exposed steps (heads, losses) are left as they are: a head may be written by its
+    reader."""
+    sources = {name: (name,) for name in input_names}
+    kept = []
+    for step in steps:
+        found = set()
+        for name in step.inputs:
+            got = sources.get(name)
+            found.update(('',) if got is None else got)       # '': too many, or unknown
+        mine = tuple(sorted(found)) if len(found) <= _MAX_SOURCES and '' not in found else None
+        for name in step.outputs:
+            sources[name] = mine
+        if mine is None or step.fused or step.op.random or not step.op.traceable or \
+                step.aux_positions is not None or any(o in exposed for o in step.outputs):
+            kept.append(step)
+            continue
+        kept.append(Step(step.node, step.inputs + list(mine), step.outputs, step.fn_name,
+                         _kept_factory(step.make_fn, len(step.inputs))))
+    return kept
+
+
+def _kept_factory(make_fn, count):
+    def make(train, device):
+        return _KeptValue(make_fn(train, device), count)
+    return make
+
+
+class _KeptValue:
+    """fn(*args[:count]), kept while args[count:] (the plan inputs it depends on) stay unchanged:
+    'probe' (first call) -> 'kept' when the next call sees the same inputs, else 'volatile'
+    (computed every call from then on); a change while kept goes back to probing."""
+
+    def __init__(self, fn, count):
+        self.fn, self.count = fn, count
+        self.state, self.key, self.value = 'new', None, None
+
+    def __call__(self, *args):
+        if self.state == 'volatile':
+            return self.fn(*args[:self.count])
+        key = tuple((t._version, t.data_ptr()) if isinstance(t, torch.Tensor) else id(t)
+                    for t in args[self.count:])
+        if self.state == 'kept' and key == self.key:
+            return self.value
+        value = self.fn(*args[:self.count])
+        if self.state == 'probe' and key == self.key:
+            self.state, self.value = 'kept', value
+        elif self.state == 'probe':
+            self.state, self.key = 'volatile', None
+        else:                                   # first call, or kept inputs changed
+            self.state, self.key, self.value = 'probe', key, None
+        return value
 
 
 # ---------------------------------------------------------------------------------------------

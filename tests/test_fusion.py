@@ -95,6 +95,38 @@ def test_clip_after_a_convolution_is_its_post_operation(monkeypatch):
     np.testing.assert_allclose(fused, _unfused(exe, monkeypatch), rtol=1e-5, atol=1e-5)
 
 
+def test_values_of_parameters_alone_are_kept_while_they_do_not_change():
+    data, w1, w2 = (mx.sym.Variable(n) for n in ('data', 'w1', 'w2'))
+    weight = mx.sym.Concat(mx.sym.transpose(w1), w2, dim=0, name='cat')   # parameters only
+    out = mx.sym.FullyConnected(data * 2, weight, no_bias=True, num_hidden=5, name='fc')
+    exe = out.simple_bind(mx.cpu(), grad_req='null', data=(2, 3), w1=(3, 2), w2=(3, 3))
+    rng = np.random.RandomState(3)
+    values = {n: rng.randn(*a.shape) for n, a in exe.arg_dict.items()}
+    for n, arr in exe.arg_dict.items():
+        arr[:] = values[n]
+
+    def expected():
+        w = np.concatenate([values['w1'].T, values['w2']])
+        return (values['data'] * 2) @ w.T
+    for _ in range(3):
+        np.testing.assert_allclose(exe.forward()[0].asnumpy(), expected(), rtol=1e-5)
+    plan = fusion.optimize_for_inference(exe._plan)
+    assert [s.fn_name for s in plan.steps if s.inputs[-2:] == ['w1', 'w2']] == ['Concat_cat']
+    scaled = [s.fn_name for s in plan.steps if s.inputs == ['data', 'data']]
+    forward, namespace = plan.compile(False, 'cpu')
+    tensors = [a._tensor for a in exe.arg_arrays]
+    for k in range(2):
+        tensors[0].add_(k)                        # new data each call
+        forward(*tensors)
+    assert namespace['Concat_cat'].state == 'kept'
+    assert [namespace[n].state for n in scaled] == ['volatile']
+    values['w2'][1, 2] = 7.0                         # in place: the kept value follows
+    exe.arg_dict['w2'][1, 2] = 7.0
+    values['data'] = rng.randn(2, 3)
+    exe.arg_dict['data'][:] = values['data']
+    np.testing.assert_allclose(exe.forward()[0].asnumpy(), expected(), rtol=1e-5)
+
+
 def test_training_and_gradients_use_the_unfused_graph():
     exe = _net().simple_bind(mx.cpu(), data=(2, 3, 6, 6))
     for arr in exe.arg_arrays:
