@@ -19,6 +19,7 @@ against the same torch calls: the per-call Python overhead of the imperative pat
 """
 import argparse
 import logging
+import statistics
 import sys
 
 import numpy as np
@@ -201,12 +202,19 @@ def main(argv=()):
             'Gluon not hybridized': gluon_step(kind, ctx, False),
         }
         candidates = {k: _synced(v, ctx) for k, v in candidates.items()}
-        medians = interleaved(candidates, rounds=args.rounds, seconds=args.seconds)
+        samples = {}
+        medians = interleaved(candidates, rounds=args.rounds, seconds=args.seconds,
+                              samples=samples)
         text = report('%s: training step (%s)' % (title, args.ctx), medians,
                       'PyTorch nn.Module eager')
-        mod = medians['Module forward_backward+update']
-        line = '  hybridized / Module: %.3fx time (%.3fx with the loss hybridized too)' % (
-            medians['Gluon hybridized'] / mod, medians['Gluon hybridized, loss too'] / mod)
+
+        def paired(name, base):       # the median of the per-round ratios: steadier under load
+            return statistics.median(a / b for a, b in zip(samples[name], samples[base]))
+        mod, eager = 'Module forward_backward+update', 'PyTorch nn.Module eager'
+        line = ('  per-round ratios (medians): hybridized / Module %.3f, hybridized with its loss '
+                '/ Module %.3f, not hybridized / PyTorch %.3f' % (
+                    paired('Gluon hybridized', mod), paired('Gluon hybridized, loss too', mod),
+                    paired('Gluon not hybridized', eager)))
         print(line)
         results.append(text + '\n' + line)
     return results

@@ -13,8 +13,9 @@ def machine():
         platform.python_version())
 
 
-def interleaved(candidates, rounds=9, seconds=0.5, warmup=3):
-    """{name: fn} -> {name: median seconds per call}. Each round times each fn for ~`seconds`."""
+def interleaved(candidates, rounds=9, seconds=0.5, warmup=3, samples=None):
+    """{name: fn} -> {name: median seconds per call}. Each round times each fn for ~`seconds`.
+    A dict passed as `samples` receives every round's time per call: {name: [seconds]}."""
     names = list(candidates)
     for name in names:
         for _ in range(warmup):
@@ -27,7 +28,8 @@ def interleaved(candidates, rounds=9, seconds=0.5, warmup=3):
             candidates[name]()
             n += 1
         calls[name] = max(1, int(n * 4))
-    samples = {name: [] for name in names}
+    samples = samples if samples is not None else {}
+    samples.update({name: [] for name in names})
     for r in range(rounds):
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
