@@ -13,7 +13,9 @@ simplified the way MXNet's oneDNN subgraph backend simplifies it:
 
 Derived weights (folded, packed) are recomputed only when a source parameter changed (torch's
 tensor version counters). Each rule is a function `rule(steps, uses) -> steps`, where `uses`
-counts the readers of every value.
+counts the readers of every value. What an operator is to these rules comes from its OpDef
+(ops/registry.py): `conv_geometry`, `inference_affine`, `sum_of_two`, `pointwise_act` and
+`fresh_output`; no operator is named here.
 """
 import functools
 import os
@@ -23,8 +25,6 @@ import torch.nn.functional as F
 
 from .plan import Plan, Step
 
-_CHANNEL_FIRST = (None, 'NCW', 'NCHW', 'NCDHW')
-_FRESH = ('Convolution', 'FullyConnected', 'BatchNorm', 'elemwise_add', 'broadcast_add')
 
 
 def enabled():
@@ -92,29 +92,30 @@ def _channels_last(x):
 # ---------------------------------------------------------------------------------------------
 # Convolution chains
 # ---------------------------------------------------------------------------------------------
-def _is_relu(step):
-    return not step.fused and (step.kind == 'relu' or (
-        step.kind == 'Activation' and step.params.act_type == 'relu'))
-
-
 def _activation(step):
     """What a convolution chain can apply as its last post-operation: ('relu', []) or, for a
     clip whose bounds are ordered (ReLU6), ('hardtanh', [a_min, a_max]); None otherwise."""
-    if _is_relu(step):
-        return ('relu', [])
-    if step.kind == 'clip' and not step.fused and step.params.a_min <= step.params.a_max:
-        return ('hardtanh', [float(step.params.a_min), float(step.params.a_max)])
-    return None
+    rule = step.op.pointwise_act
+    return None if rule is None or step.fused else rule(step.params)
 
 
-def _foldable_bn(step, uses):
-    return step.kind == 'BatchNorm' and not step.fused and step.params.axis == 1 and \
-        not step.params.output_mean_var and not any(uses.get(n) for n in step.outputs[1:])
+def _is_relu(step):
+    act = _activation(step)
+    return act is not None and act[0] == 'relu'
+
+
+def _foldable(step, uses):
+    """step's per-channel affine map at inference (folded into a convolution before it), or
+    None; its hidden outputs must be unread."""
+    rule = step.op.inference_affine
+    if rule is None or step.fused or any(uses.get(n) for n in step.outputs[1:]):
+        return None
+    return rule(step.params)
 
 
 def _chain_from(conv, readers, uses, claimed):
-    """[conv, bn or None, (add step, other value) or None, relu or clip or None] starting at
-    conv; steps another chain claimed end the chain."""
+    """[conv, (bn, its affine map) or None, (add step, other value) or None, relu or clip or
+    None] starting at conv; steps another chain claimed end the chain."""
     links = [conv, None, None, None]
     value = conv.outputs[0]
 
@@ -124,10 +125,11 @@ def _chain_from(conv, readers, uses, claimed):
             return found[0]
         return None
     step = only_reader()
-    if step is not None and _foldable_bn(step, uses) and step.inputs[0] == value:
-        links[1], value = step, step.outputs[0]
+    affine = step is not None and step.inputs[0] == value and _foldable(step, uses)
+    if affine:
+        links[1], value = (step, affine), step.outputs[0]
         step = only_reader()
-    if step is not None and step.kind == 'elemwise_add' and not step.fused:
+    if step is not None and step.op.sum_of_two and not step.fused:
         other = step.inputs[1] if step.inputs[0] == value else step.inputs[0]
         if other != value:
             links[2], value = (step, other), step.outputs[0]
@@ -143,38 +145,36 @@ def fuse_convolutions(steps, uses):
     readers = _readers(steps)
     replace, dropped, claimed = {}, set(), set()
     for conv in steps:
-        if conv.kind != 'Convolution' or conv.fused or \
-                conv.params.layout not in _CHANNEL_FIRST or len(conv.params.kernel) not in (2, 3):
+        rule = conv.op.conv_geometry
+        geometry = None if rule is None or conv.fused else rule(conv.params)
+        if geometry is None or geometry.rank not in (2, 3):
             continue
         conv_step, bn, add, act = _chain_from(conv, readers, uses, claimed)
-        links = [s for s in (conv_step, bn, add and add[0], act) if s is not None]
+        links = [s for s in (conv_step, bn and bn[0], add and add[0], act) if s is not None]
         claimed.update(id(s) for s in links)
         last = links[-1]
-        inputs = conv.inputs + (bn.inputs[1:] if bn else []) + ([add[1]] if add else [])
+        inputs = conv.inputs + (bn[0].inputs[1:] if bn else []) + ([add[1]] if add else [])
         act = act and _activation(act)
         name = conv.fn_name + ''.join(suffix for link, suffix in (
             (bn, '_bn'), (add, '_sum'), (act, act and ('_relu' if act[0] == 'relu' else '_clip')))
             if link)
         replace[id(last)] = Step(last.node, inputs, last.outputs[:1], name,
-                                 _conv_chain_factory(conv.params, bn and bn.params,
+                                 _conv_chain_factory(geometry, bn and bn[1],
                                                      add is not None, act),
-                                 kind='Convolution')
+                                 kind=conv.kind)
         dropped.update(id(s) for s in links[:-1])
     return [replace.get(id(s), s) for s in steps if id(s) not in dropped]
 
 
-def _conv_chain_factory(conv_params, bn_params, with_sum, act):
-    """act: the chain's last post-operation, as _activation gives it, or None."""
-    has_bias = not conv_params.no_bias
-    rank = len(conv_params.kernel)
-    stride = list(conv_params.stride or (1,) * rank)
-    pad = list(conv_params.pad or (0,) * rank)
-    dilate = list(conv_params.dilate or (1,) * rank)
-    groups = conv_params.num_group
+def _conv_chain_factory(geometry, affine, with_sum, act):
+    """geometry: the convolution's (its conv_geometry rule); affine: the folded map (an
+    inference_affine rule's) or None; act: the last post-operation, as _activation gives it,
+    or None."""
+    rank, stride, pad, dilate, groups, has_bias = geometry
     conv = F.conv2d if rank == 2 else F.conv3d
 
     def make_fn(train, device):
-        folded = _Cached(_fold(bn_params)) if bn_params is not None else None
+        folded = _Cached(_fold(affine)) if affine is not None else None
         onednn = torch.device(device).type == 'cpu' and _onednn_available(rank)
         packed = _Cached(functools.partial(_pack, pad=pad, stride=stride, dilate=dilate,
                                            groups=groups)) if onednn else None
@@ -198,14 +198,12 @@ def _conv_chain_factory(conv_params, bn_params, with_sum, act):
     return make_fn
 
 
-def _fold(bn_params):
-    def derive(weight, bias, gamma, beta, mean, var):
-        scale = torch.rsqrt(var + bn_params.eps)
-        if not bn_params.fix_gamma:
-            scale = scale * gamma
-        folded_w = weight * scale.reshape((-1,) + (1,) * (weight.dim() - 1))
-        folded_b = beta + ((bias if bias is not None else 0) - mean) * scale
-        return folded_w, folded_b
+def _fold(affine):
+    """(weight, bias, *the map's params) -> the convolution's weight and bias with the
+    per-channel affine map applied: W' = W * scale, b' = shift."""
+    def derive(weight, bias, *params):
+        scale, shift = affine(bias, *params)
+        return weight * scale.reshape((-1,) + (1,) * (weight.dim() - 1)), shift
     return derive
 
 
@@ -334,8 +332,9 @@ def _then_relu(make_fn):
 
 
 def fuse_relu(steps, uses):
-    """A ReLU over the fresh single-use output of an FC, BatchNorm or addition (convolutions
-    were handled above) runs in place as part of that step."""
+    """A ReLU over the fresh single-use output of an FC, BatchNorm or addition (an op whose
+    `fresh_output` is set; convolutions were handled above) runs in place as part of that
+    step."""
     producers = {name: step for step in steps for name in step.outputs}
     fused, dropped = {}, set()
     for relu in steps:
@@ -344,7 +343,7 @@ def fuse_relu(steps, uses):
         producer = producers.get(relu.inputs[0])
         if producer is None or producer.fused or id(producer) in fused or \
                 len(producer.outputs) != 1 or uses.get(relu.inputs[0]) != 1 or \
-                producer.kind not in _FRESH:
+                not producer.op.fresh_output:
             continue
         fused[id(producer)] = Step(relu.node, producer.inputs, relu.outputs,
                                    producer.fn_name + '_relu', _then_relu(producer.make_fn),

@@ -207,12 +207,30 @@ def _conv_inputs(p):
 
 _CUDNN_TUNE = Enum(('None', 'fastest', 'limited_workspace', 'off'), 'None')
 
-register(OpDef('Convolution', _convolution,
-               params={'kernel': Shape(), 'stride': Shape(()), 'dilate': Shape(()),
-                       'pad': Shape(()), 'num_filter': Int(lower=1), 'num_group': Int(1),
-                       'workspace': Int(1024), 'no_bias': Bool(False), 'cudnn_tune': _CUDNN_TUNE,
-                       'cudnn_off': Bool(False), 'layout': Enum(_CONV_LAYOUTS, None)},
-               inputs=_conv_inputs, infer_shape=_convolution_shape))
+ConvGeometry = collections.namedtuple(
+    'ConvGeometry', 'rank stride pad dilate groups has_bias')
+
+
+def _conv_fusable_geometry(p):
+    """A channel-first Convolution's geometry, in the lists torch's kernels take (fused
+    convolution chains, fusion.py); None for channel-last layouts."""
+    if p.layout not in (None, 'NCW', 'NCHW', 'NCDHW'):
+        return None
+    rank = len(p.kernel)
+    return ConvGeometry(rank, list(p.stride or (1,) * rank), list(p.pad or (0,) * rank),
+                        list(p.dilate or (1,) * rank), p.num_group, not p.no_bias)
+
+
+_CONVOLUTION = OpDef('Convolution', _convolution,
+                     params={'kernel': Shape(), 'stride': Shape(()), 'dilate': Shape(()),
+                             'pad': Shape(()), 'num_filter': Int(lower=1), 'num_group': Int(1),
+                             'workspace': Int(1024), 'no_bias': Bool(False),
+                             'cudnn_tune': _CUDNN_TUNE, 'cudnn_off': Bool(False),
+                             'layout': Enum(_CONV_LAYOUTS, None)},
+                     inputs=_conv_inputs, infer_shape=_convolution_shape)
+_CONVOLUTION.conv_geometry = _conv_fusable_geometry
+_CONVOLUTION.fresh_output = True
+register(_CONVOLUTION)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import torch
 
 from ..base import MXNetError
 from .params import Bool, Float, Int
-from .registry import OpDef, register
+from .registry import OpDef, get_op, register
 from .shapes import same_shape, check, merge, require, fmt
 
 
@@ -120,8 +120,9 @@ for _ew, _ew_alias, _bc, _bc_alias, _kind in _BINARY_OPS:
     _op = register(OpDef(_ew, _binary_forward(_kind, _ew), inputs=('lhs', 'rhs'),
                          infer_shape=same_shape, aliases=_ew_alias))
     _op.backward_node = _kind != 'add'     # elemwise_add's gradient is MXNet's CloneGradient
+    _op.sum_of_two = _op.fresh_output = _kind == 'add'
     register(OpDef(_bc, _binary_forward(_kind, _bc), inputs=('lhs', 'rhs'),
-                   infer_shape=_broadcast_shape, aliases=_bc_alias))
+                   infer_shape=_broadcast_shape, aliases=_bc_alias)).fresh_output = _kind == 'add'
 
 
 def _add_n(p, *args):
@@ -326,6 +327,7 @@ def _unary_forward(name, fn):
 
 for _name, _fn in _UNARY.items():
     register(OpDef(_name, _unary_forward(_name, _fn), infer_shape=same_shape))
+get_op('relu').pointwise_act = lambda p: ('relu', [])
 
 
 def _identity(p, data):
@@ -360,7 +362,13 @@ def _clip(p, data):
     return torch.clamp(data, cast_scalar(data, p.a_min), cast_scalar(data, p.a_max))
 
 
-register(OpDef('clip', _clip, params={'a_min': Float(), 'a_max': Float()}, infer_shape=same_shape))
+def _clip_act(p):
+    """clip with ordered bounds (ReLU6) is hardtanh, a fused convolution's post-operation."""
+    return ('hardtanh', [float(p.a_min), float(p.a_max)]) if p.a_min <= p.a_max else None
+
+
+register(OpDef('clip', _clip, params={'a_min': Float(), 'a_max': Float()},
+               infer_shape=same_shape)).pointwise_act = _clip_act
 
 
 def _smooth_l1(p, data):

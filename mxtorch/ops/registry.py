@@ -85,6 +85,31 @@ class OpDef:
     # must not enter (custom operators, control flow over sub-executors): a compiled plan calls
     # such a step as it is, between compiled regions
     traceable = True
+    # ---- facts graph rewrites look up (fusion.py, symbol/optimize.py, symbol/json_format.py)
+    # the op's first output is a new tensor it owns: a post-operation may overwrite it in place
+    fresh_output = False
+    # pointwise_act(p) -> ('relu', []) or ('hardtanh', [low, high]) when the op is that
+    # elementwise activation (a fused convolution's last post-operation), else None
+    pointwise_act = None
+    # inference_affine(p) -> affine(bias, *params) -> (scale, shift), or None: at inference the
+    # op maps x + bias to x * scale + shift per channel of axis 1, `params` being its inputs
+    # after the data (a convolution's bias and the op fold into the convolution's weights)
+    inference_affine = None
+    # the op adds its two inputs, of one shape (a fused convolution's sum post-operation)
+    sum_of_two = False
+    # conv_geometry(p) -> the geometry of a channel-first convolution (rank, stride, pad,
+    # dilate, groups, has_bias: conv.ConvGeometry) that fused kernels can run; else None
+    conv_geometry = None
+    # bind_rewrite(symbol, shapes) -> symbol: a rewrite symbol/optimize.fuse runs at bind over
+    # whole graphs (the recurrent op family's: unrolled cells as one fused op); it returns
+    # `symbol` itself where nothing applies and puts its new nodes' shapes into `shapes`
+    bind_rewrite = None
+    # amp_cast_input(k) -> the input whose value the op's output k is, cast to another dtype:
+    # graphs saved without AMP casts read that input instead
+    amp_cast_input = None
+    # upgrade_attrs(attrs, version): fixes, in place, the attrs of a node loaded from a graph
+    # MXNet `version` saved (MXNet's load-time upgrades of one operator)
+    upgrade_attrs = None
 
     def __init__(self, name, forward, params=None, inputs=('data',), aux=(), outputs=('output',),
                  visible_outputs=None, variadic=None, mode_dependent=False, creation=False,
