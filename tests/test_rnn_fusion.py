@@ -1,4 +1,4 @@
-"""The bind-time RNN fusion (mxtorch/symbol/rnn_fusion.py): unrolled LSTM / GRU step cells run
+"""The bind-time RNN fusion (mxtorch/ops/rnn_unroll.py): unrolled LSTM / GRU step cells run
 as RNN operators with the same outputs and gradients as the step-by-step graph."""
 import json
 

@@ -14,6 +14,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 from ..base import MXNetError
 from .params import Bool, Enum, Float, Int
 from .registry import OpDef, register
+from .rnn_unroll import fuse_rnn_cells
 from .shapes import ShapeError, first, merge, require
 
 _GATES = {'lstm': 4, 'gru': 3, 'rnn_tanh': 1, 'rnn_relu': 1}
@@ -275,4 +276,4 @@ register(OpDef('RNN', _rnn,
                        'lstm_state_clip_nan': Bool(False),
                        'use_sequence_length': Bool(False)},
                inputs=_input_names, outputs=_output_names, mode_dependent=True,
-               infer_shape=_rnn_shape, infer_type=_rnn_type))
+               infer_shape=_rnn_shape, infer_type=_rnn_type)).bind_rewrite = fuse_rnn_cells

@@ -1,5 +1,6 @@
-"""Graph passes run when a symbol is bound: unrolled recurrent cells fused into RNN operators
-(rnn_fusion.py), then common-subexpression elimination.
+"""Graph passes run when a symbol is bound: the operators' own rewrites (their `bind_rewrite`
+rules, e.g. unrolled recurrent cells fused into one recurrent operator, ops/rnn_unroll.py), then
+common-subexpression elimination.
 
 As MXNet (MXNET_ELIMINATE_COMMON_EXPR, on unless set to 0), two operator nodes with one
 operator, the same attributes and the same inputs compute the same values, so the later one is
@@ -10,7 +11,7 @@ merging leaves two outputs of the graph on one value, a copy keeps them apart.
 import os
 
 from ..ops.elemwise import COPY_OP
-from . import rnn_fusion
+from ..ops.registry import canonical_ops
 from .graph import Node, topo_order
 
 
@@ -25,10 +26,14 @@ def _mergeable(node):
 
 
 def fuse(symbol, shapes):
-    """Bind-time fusions MXNet's executor does not do: unrolled LSTM/GRU cells as one RNN
-    operator (rnn_fusion.py; MXTORCH_FUSE_RNN=0 turns it off). `symbol` itself if none
-    applies; `shapes` gets the new nodes' shapes."""
-    return rnn_fusion.fuse_rnn_cells(symbol, shapes) if rnn_fusion.enabled() else symbol
+    """Bind-time fusions MXNet's executor does not do: every operator's `bind_rewrite` rule
+    in turn (unrolled LSTM/GRU cells as one recurrent operator, ops/rnn_unroll.py;
+    MXTORCH_FUSE_RNN=0 turns that one off). `symbol` itself if none applies; `shapes` gets the
+    new nodes' shapes."""
+    for op in canonical_ops().values():
+        if op.bind_rewrite is not None:
+            symbol = op.bind_rewrite(symbol, shapes)
+    return symbol
 
 
 def eliminate_common_expr(symbol, shapes=None):

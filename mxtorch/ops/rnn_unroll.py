@@ -1,4 +1,5 @@
-"""Bind-time rewrite: a recurrent cell unrolled step by step becomes one fused RNN operator.
+"""The RNN operator's bind-time rewrite (its `bind_rewrite` rule, run by symbol/optimize.fuse):
+a recurrent cell unrolled step by step becomes one fused RNN operator.
 
 mx.rnn.LSTMCell / GRUCell and gluon.rnn.LSTMCell / GRUCell (hybridized), unrolled over T steps,
 build T copies of one step -- i2h and h2h FullyConnected, the gate slices and activations and
@@ -24,8 +25,7 @@ MXTORCH_FUSE_RNN=0 turns the rewrite off.
 """
 import os
 
-from ..ops.registry import get_op
-from .graph import Node, topo_order
+from .registry import get_op
 
 
 def enabled():
@@ -39,6 +39,7 @@ class _Graph:
     """The nodes of a symbol with, for every output entry, the nodes that read it."""
 
     def __init__(self, symbol, shapes):
+        from ..symbol.graph import topo_order
         self.order = topo_order(symbol._entries)
         self.readers = {}
         for node in self.order:
@@ -457,6 +458,7 @@ class _Rewriter:
         inputs = [self.entry(e) for e in node.inputs]
         if all(a[0] is b[0] for a, b in zip(inputs, node.inputs)):
             return node
+        from ..symbol.graph import Node
         new = Node(node.op, node.name, node.attrs, inputs, node.subgraphs)
         shapes = self.graph.shapes
         for k in range(node.num_outputs()):
@@ -465,6 +467,7 @@ class _Rewriter:
         return new
 
     def _op(self, name, inputs, attrs, node_name):
+        from ..symbol.graph import Node
         node = Node(get_op(name), node_name, {k: str(v) for k, v in attrs.items()}, inputs)
         self.made.append(node)
         return node
@@ -557,8 +560,11 @@ def _infer_new(made, shapes):
 
 
 def fuse_rnn_cells(symbol, shapes):
-    """`symbol` with its unrolled LSTM / GRU chains run as RNN operators (itself if none).
-    `shapes` ({(id(node), k): shape} of the bound graph) gets the new nodes' shapes."""
+    """`symbol` with its unrolled LSTM / GRU chains run as RNN operators (itself if none, or
+    when MXTORCH_FUSE_RNN=0). `shapes` ({(id(node), k): shape} of the bound graph) gets the new
+    nodes' shapes."""
+    if not enabled():
+        return symbol
     graph = _Graph(symbol, shapes)
     if not any(_is(n, 'SliceChannel') and n.params.num_outputs in (3, 4) for n in graph.order):
         return symbol
@@ -568,5 +574,5 @@ def fuse_rnn_cells(symbol, shapes):
     rewriter = _Rewriter(graph, chains)
     entries = rewriter.run(symbol._entries)
     _infer_new(rewriter.made, shapes)
-    from .symbol import Symbol
+    from ..symbol.symbol import Symbol
     return Symbol(entries)
