@@ -1,10 +1,10 @@
-"""FullyConnected on products big enough runs oneDNN's matmul when no gradient is needed, and
-PyTorch's GEMM when one is: both give NumPy's numbers."""
+"""FullyConnected on float32 products big enough may run oneDNN's matmul (mxtorch/ops/gemm.py),
+with or without gradients, and PyTorch's GEMM otherwise: both give NumPy's numbers."""
 import numpy as np
 import pytest
 
 import mxtorch as mx
-from mxtorch.ops import nn
+from mxtorch.ops import gemm
 
 
 @pytest.mark.parametrize('flatten,shape', [(True, (8, 4, 16, 16)), (False, (2, 3, 1024))])
@@ -14,7 +14,7 @@ def test_large_fully_connected_matches_numpy(flatten, shape):
     w = rng.randn(512, 1024).astype(np.float32) / 32
     b = rng.randn(512).astype(np.float32)
     rows = x.reshape(-1, 1024)
-    assert nn._onednn_worth_it(mx.nd.array(rows)._tensor, mx.nd.array(w)._tensor, None)
+    assert gemm._eligible(mx.nd.array(rows)._tensor, mx.nd.array(w)._tensor, None)
     got = mx.nd.FullyConnected(mx.nd.array(x), mx.nd.array(w), mx.nd.array(b), num_hidden=512,
                                flatten=flatten).asnumpy()
     want = (rows.astype(np.float64) @ w.T + b).reshape(got.shape)
@@ -34,7 +34,6 @@ def test_gradients_take_the_differentiable_path():
 
 def test_small_products_stay_on_pytorch():
     import torch
-    assert not nn._onednn_worth_it(torch.ones(4, 64), torch.ones(64, 64), None)
-    assert not nn._onednn_worth_it(torch.ones(1, 1024), torch.ones(1000, 1024), None)
-    assert not nn._onednn_worth_it(torch.ones(8, 1024, dtype=torch.float64),
-                                   torch.ones(512, 1024, dtype=torch.float64), None)
+    assert not gemm._eligible(torch.ones(4, 64), torch.ones(64, 64), None)
+    assert not gemm._eligible(torch.ones(8, 1024, dtype=torch.float64),
+                              torch.ones(512, 1024, dtype=torch.float64), None)

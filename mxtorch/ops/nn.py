@@ -1,10 +1,10 @@
 """Neural-network layers: FullyConnected, Activation, BatchNorm, Dropout, Embedding, softmax."""
-import functools
 
 import torch
 import torch.nn.functional as F
 
 from ..base import MXNetError, np_dtype, torch_dtype
+from . import gemm
 from .params import Bool, DType, Enum, Float, Int, Shape
 from .registry import OpDef, register
 from .shapes import first, merge, prod, same_shape
@@ -14,37 +14,14 @@ from .shapes import first, merge, prod, same_shape
 # FullyConnected
 # ---------------------------------------------------------------------------------------------
 def _fully_connected(p, data, weight, bias=None):
-    """out = x . W^T + b, x flattened to (N, -1) unless flatten=False (then on the last axis)."""
+    """out = x . W^T + b, x flattened to (N, -1) unless flatten=False (then on the last axis).
+    The products run on PyTorch's GEMM or oneDNN's, whichever is faster for the shape (gemm.py)."""
     x = data.reshape(data.shape[0], -1) if p.flatten and data.dim() != 2 else data
     bias = None if bias is None else bias.reshape(-1)
-    if _onednn_worth_it(x, weight, bias):
-        return torch.ops.mkldnn._linear_pointwise(x, weight, bias, 'none', [], '')
-    return F.linear(x, weight, bias)
-
-
-def _onednn_worth_it(x, weight, bias):
-    """Whether oneDNN's matmul should compute x . W^T + b: on CPU float32, without gradients
-    (it has none), for products big enough that its faster kernel (2-4x PyTorch's GEMM on one
-    thread for a few rows) outweighs its ~10 us of setup: 2M multiply-adds from two rows on,
-    8M for one row."""
-    rows = x.numel() // max(x.shape[-1], 1)
-    work = rows * weight.shape[0] * weight.shape[1]
-    return work >= (1 << 21 if rows > 1 else 1 << 23) and x.dtype == torch.float32 and \
-        x.device.type == 'cpu' and weight.dtype == torch.float32 and \
-        (bias is None or bias.dtype == torch.float32) and _onednn_linear() and \
-        not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or
-                                          (bias is not None and bias.requires_grad)))
-
-
-@functools.lru_cache(maxsize=1)
-def _onednn_linear():
-    """True when PyTorch's oneDNN linear works here (checked once, on a tiny case)."""
-    try:
-        x, w, b = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5)
-        got = torch.ops.mkldnn._linear_pointwise(x, w, b, 'none', [], '')
-        return bool(torch.allclose(got, F.linear(x, w, b), atol=1e-5))
-    except (AttributeError, RuntimeError):
-        return False
+    if x.dim() == 2:
+        return gemm.linear(x, weight, bias)
+    out = gemm.linear(x.reshape(-1, x.shape[-1]), weight, bias)
+    return out.reshape(tuple(x.shape[:-1]) + (out.shape[-1],))
 
 
 def _fc_shape(p, ins, outs):
