@@ -203,9 +203,16 @@ def _arg_reduction(name, fn):
     return forward
 
 
+def _drop_last_axis(attrs, version):
+    """Graphs saved before MXNet 0.9.5 (905) meant the flattened input by axis=-1."""
+    if version < 905 and attrs.get('axis') == '-1':
+        del attrs['axis']
+
+
 for _name, _fn in (('argmax', torch.argmax), ('argmin', torch.argmin)):
     register(OpDef(_name, _arg_reduction(_name, _fn), head_grad='zero',
-                   params={'axis': Int(None), 'keepdims': Bool(False)}))
+                   params={'axis': Int(None), 'keepdims': Bool(False)})
+             ).upgrade_attrs = _drop_last_axis
 
 
 def _argmax_channel(p, data):

@@ -14,7 +14,6 @@ MXNET_VERSION = 10901
 _NODE_KEYS = {'op', 'name', 'inputs', 'attrs', 'attr', 'param', 'control_deps',
               'backward_source_id', 'subgraphs'}
 _TOP_KEYS = {'nodes', 'arg_nodes', 'heads', 'node_row_ptr', 'attrs'}
-_AMP_OPS = ('amp_cast', 'amp_multicast')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -50,16 +49,20 @@ def _attrs(attrs, indent):
     return '{\n%s\n%s}' % (_lines(items, indent + 2), ' ' * indent)
 
 
+def _is_amp_cast(node):
+    return node.op is not None and node.op.amp_cast_input is not None
+
+
 def _strip_amp_casts(heads):
-    """Rewire consumers of amp_cast / amp_multicast nodes to their inputs (a copy); as in
-    MXNet 1.9.1, an amp node that is itself a head of the symbol stays."""
+    """Rewire consumers of AMP cast nodes (ops with an `amp_cast_input` rule) to their inputs
+    (a copy); as in MXNet 1.9.1, an amp node that is itself a head of the symbol stays."""
     from .graph import copy_graph
     entries = copy_graph(heads)
 
     def resolve(entry):
         node, index = entry
-        while node.op is not None and node.op.name in _AMP_OPS:
-            node, index = node.inputs[index if node.op.name == 'amp_multicast' else 0]
+        while _is_amp_cast(node):
+            node, index = node.inputs[node.op.amp_cast_input(index)]
         return (node, index)
     for node in topo_order(entries):
         node.inputs = [resolve(e) for e in node.inputs]
@@ -68,8 +71,7 @@ def _strip_amp_casts(heads):
 
 def to_json(symbol, remove_amp_cast=True):
     heads = symbol._entries
-    if remove_amp_cast and any(n.op is not None and n.op.name in _AMP_OPS
-                               for n in topo_order(heads)):
+    if remove_amp_cast and any(_is_amp_cast(n) for n in topo_order(heads)):
         heads = _strip_amp_casts(heads)
     return _graph_json(heads, 0)
 
@@ -286,11 +288,9 @@ def _upgrade(nodes, version):
         for node in nodes:
             if node.op is not None:
                 _apply_init_hints(node)
-    if version < 905:
-        for node in nodes:
-            if node.op is not None and node.op.name in ('argmax', 'argmin') \
-                    and node.attrs.get('axis') == '-1':
-                del node.attrs['axis']
+    for node in nodes:              # the operators' own upgrades (their upgrade_attrs)
+        if node.op is not None and node.op.upgrade_attrs is not None:
+            node.op.upgrade_attrs(node.attrs, version)
 
 
 def _fix_hidden_keys(node):
