@@ -2,7 +2,6 @@
 from .registry import OpDef, register, defop, get_op, find_op, all_ops, canonical_ops
 # each module registers its operators on import
 from . import elemwise, tensor, nn, loss, random  # noqa: F401
-from . import nn_rules  # noqa: F401  (nn.py's layers' rules for graph rewrites)
 from . import conv, norm, activation, matrix, reduce, indexing  # noqa: F401
 from . import rnn, custom  # noqa: F401
 from . import linalg  # noqa: F401

@@ -49,7 +49,7 @@ def _fc_shape(p, ins, outs):
 register(OpDef('FullyConnected', _fully_connected,
                params={'num_hidden': Int(lower=1), 'no_bias': Bool(False), 'flatten': Bool(True)},
                inputs=lambda p: ('data', 'weight') if p.no_bias else ('data', 'weight', 'bias'),
-               infer_shape=_fc_shape))
+               infer_shape=_fc_shape)).fresh_output = True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -66,9 +66,14 @@ def _activation(p, data):
     return _ACTIVATIONS[p.act_type](data)
 
 
+def _activation_act(p):
+    """Activation(act_type='relu') is a ReLU (a fused convolution's post-operation)."""
+    return ('relu', []) if p.act_type == 'relu' else None
+
+
 register(OpDef('Activation', _activation,
                params={'act_type': Enum(('relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'))},
-               infer_shape=same_shape))
+               infer_shape=same_shape)).pointwise_act = _activation_act
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,16 +123,34 @@ def _batch_norm_type(p, ins, outs):
     return [dt] + [first(s, param) for s in ins[1:]], [dt, param, param]
 
 
-register(OpDef('BatchNorm', _batch_norm,
-               params={'eps': Float(1e-3), 'momentum': Float(0.9), 'fix_gamma': Bool(True),
-                       'use_global_stats': Bool(False), 'output_mean_var': Bool(False),
-                       'axis': Int(1), 'cudnn_off': Bool(False)},
-               inputs=('data', 'gamma', 'beta'), aux=('moving_mean', 'moving_var'),
-               outputs=('output', 'mean', 'var'),
-               visible_outputs=lambda p: 3 if p.output_mean_var else 1,
-               mode_dependent=True, update_aux=_batch_norm_update_aux,
-               infer_shape=_batch_norm_shape, infer_type=_batch_norm_type,
-               init_hints={'moving_mean': '["zero", {}]', 'moving_var': '["one", {}]'}))
+def _batch_norm_affine(p):
+    """At inference BatchNorm over axis 1 of x + bias is x * scale + shift per channel, with
+    scale = gamma / sqrt(moving_var + eps) (gamma = 1 under fix_gamma) and
+    shift = beta + (bias - moving_mean) * scale; None where it normalises another axis or
+    shows its statistics."""
+    if p.axis != 1 or p.output_mean_var:
+        return None
+
+    def affine(bias, gamma, beta, moving_mean, moving_var):
+        scale = torch.rsqrt(moving_var + p.eps)
+        if not p.fix_gamma:
+            scale = scale * gamma
+        return scale, beta + ((bias if bias is not None else 0) - moving_mean) * scale
+    return affine
+
+
+_BATCH_NORM = register(OpDef('BatchNorm', _batch_norm,
+                       params={'eps': Float(1e-3), 'momentum': Float(0.9), 'fix_gamma': Bool(True),
+                               'use_global_stats': Bool(False), 'output_mean_var': Bool(False),
+                               'axis': Int(1), 'cudnn_off': Bool(False)},
+                       inputs=('data', 'gamma', 'beta'), aux=('moving_mean', 'moving_var'),
+                       outputs=('output', 'mean', 'var'),
+                       visible_outputs=lambda p: 3 if p.output_mean_var else 1,
+                       mode_dependent=True, update_aux=_batch_norm_update_aux,
+                       infer_shape=_batch_norm_shape, infer_type=_batch_norm_type,
+                       init_hints={'moving_mean': '["zero", {}]', 'moving_var': '["one", {}]'}))
+_BATCH_NORM.fresh_output = True
+_BATCH_NORM.inference_affine = _batch_norm_affine
 
 
 # ---------------------------------------------------------------------------------------------
