@@ -11,8 +11,8 @@ Plan.source is one flat function, readable like torch.fx code:
 
 It returns the heads, the outputs of the steps that update auxiliary states (BatchNorm's batch
 statistics), and for each loss step its inputs and output (whose declared gradient seeds
-backward). The Executor runs it; fusion.py rewrites it for inference; train_step.py wraps it
-into a whole training step. A Plan is data: no arrays, no state.
+backward). The Executor runs it (compiler.py may compile its generated function); fusion.py
+rewrites it for inference. A Plan is data: no arrays, no state.
 """
 import keyword
 import re
