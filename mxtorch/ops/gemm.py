@@ -81,14 +81,15 @@ def _mode():
 
 def _eligible(x, weight, bias):
     mode = _mode()
+    if torch.compiler.is_compiling():      # traced code (torch.compile/export): no shape guards
+        return False
     if mode == 'torch' or x.dim() != 2 or weight.dim() != 2 or not x.numel() * weight.numel():
         return False
     if x.shape[0] * weight.shape[0] * weight.shape[1] < MIN_WORK and mode != 'onednn':
         return False
     return all(t is None or (t.dtype == torch.float32 and t.device.type == 'cpu')
                for t in (x, weight, bias)) and _layout_ok(x) and _layout_ok(weight) and \
-        (bias is None or bias.dim() == 1) and not torch.compiler.is_compiling() and \
-        _onednn_available()
+        (bias is None or bias.dim() == 1) and _onednn_available()
 
 
 def _layout_ok(t):
