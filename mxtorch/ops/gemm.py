@@ -139,7 +139,10 @@ def _bucket(size):
 
 def _time_both(a, b, bias):
     """(seconds by F.linear, seconds by oneDNN's matmul) on these operands: the best of one
-    warm-up call each and of as many interleaved rounds (up to 5) as fit in BUDGET."""
+    warm-up call each and of as many interleaved rounds (up to 5) as fit in BUDGET. On one
+    thread, the thread's CPU time: on a busy machine a preemption in the wall time of a call
+    or two could pick the slower kernel."""
+    clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
     def onednn():
         torch.ops.mkldnn._linear_pointwise(a, b, bias, 'none', [], '')
 
@@ -147,19 +150,19 @@ def _time_both(a, b, bias):
         F.linear(a, b, bias)
     with torch.no_grad():
         start = time.perf_counter()
-        best = {fn: _seconds(fn) for fn in (pytorch, onednn)}    # warm-up, and an upper bound
+        best = {fn: _seconds(fn, clock) for fn in (pytorch, onednn)}    # warm-up, upper bound
         for _ in range(5):
             if time.perf_counter() - start + best[pytorch] + best[onednn] > BUDGET:
                 break
             for fn in (onednn, pytorch):
-                best[fn] = min(best[fn], _seconds(fn))
+                best[fn] = min(best[fn], _seconds(fn, clock))
     return best[pytorch], best[onednn]
 
 
-def _seconds(fn):
-    start = time.perf_counter()
+def _seconds(fn, clock):
+    start = clock()
     fn()
-    return time.perf_counter() - start
+    return clock() - start
 
 
 @functools.lru_cache(maxsize=1)
