@@ -5,10 +5,7 @@ step, MXNet 1.9.1 (mxnet_worker.py, where MXNET_PYTHON or /tmp/mxref has it) and
 whole step under jax.jit (jax_worker.py, where JAX_PYTHON names a Python with JAX),
 interleaved in one run, one thread each. The compiles (cached on disk) are paid before timing.
 """
-import json
 import os
-import shutil
-import subprocess
 import time
 
 import numpy as np
@@ -19,43 +16,13 @@ import mxtorch as mx
 from mxtorch import compiler
 from mxtorch.models import lenet, mlp
 from harness import interleaved, report
+from workers import Worker, available
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 MXREF = os.environ.get('MXNET_PYTHON', '/tmp/mxref/bin/python')
 JAXPY = os.environ.get('JAX_PYTHON', '/tmp/jaxenv/bin/python')
 ONE_THREAD = {'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1', 'OMP_WAIT_POLICY': 'PASSIVE',
               'XLA_FLAGS': '--xla_cpu_multi_thread_eigen=false',
               'MXNET_ENGINE_TYPE': 'NaiveEngine'}
-
-
-class Worker:
-    """A benchmark worker process speaking the setup/run line protocol."""
-
-    def __init__(self, python, script):
-        pin = ['taskset', '-c', str(min(os.sched_getaffinity(0)))] if hasattr(
-            os, 'sched_getaffinity') and shutil.which('taskset') else []   # XLA: one core
-        self.proc = subprocess.Popen(pin + [python, os.path.join(HERE, script)],
-                                     stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, **ONE_THREAD))
-
-    def ask(self, **request):
-        self.proc.stdin.write(json.dumps(request) + '\n')
-        self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
-
-    def step_fn(self, **setup):
-        self.ask(cmd='setup', **setup)
-        return lambda: self.ask(cmd='run', n=1)
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait()
-
-
-def _works(python, module):
-    return os.path.exists(python) and subprocess.run(
-        [python, '-c', 'import ' + module], capture_output=True).returncode == 0
 
 
 def module_step(sym, shape, batch, compiled):
@@ -120,8 +87,9 @@ def torch_step(kind, shape, batch):
 
 def main():
     torch.set_num_threads(1)
-    mxnet = Worker(MXREF, 'mxnet_worker.py') if _works(MXREF, 'mxnet') else None
-    jax = Worker(JAXPY, 'jax_worker.py') if _works(JAXPY, 'jax') else None
+    mxnet = Worker(MXREF, 'mxnet_worker.py', ONE_THREAD) if available(MXREF, 'mxnet') else None
+    jax = Worker(JAXPY, 'jax_worker.py', ONE_THREAD, one_core=True) \
+        if available(JAXPY, 'jax') else None
     results = []
     cases = [('MLP 784-128-64-10, batch 100', 'mlp', mlp.get_symbol(10), (784,), 100),
              ('MLP 784-128-64-10, batch 1000', 'mlp', mlp.get_symbol(10), (784,), 1000),

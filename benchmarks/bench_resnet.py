@@ -10,10 +10,7 @@ with `python3.11 -m venv /tmp/mxref && /tmp/mxref/bin/pip install numpy==1.23.5 
 in a worker process (mxnet_worker.py) that times the same graphs on request; without it the
 benchmark compares mxtorch with PyTorch only.
 """
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import torch
@@ -23,8 +20,8 @@ import torch.nn.functional as F
 import mxtorch as mx
 from mxtorch.models import resnet
 from harness import interleaved, report
+from workers import Worker, available
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 MXREF = os.environ.get('MXREF_PYTHON', '/tmp/mxref/bin/python')
 
 
@@ -106,35 +103,9 @@ class ResNet20(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(F.relu(self.bn1(x)), 1).flatten(1))
 
 
-# ---- the reference MXNet in its own process ----------------------------------------------------
-class MXNetWorker:
-    """MXNet's OpenMP threads must sleep as soon as a step ends: spinning threads would steal
-    the cores from whichever candidate runs next."""
-
-    def __init__(self):
-        env = dict(os.environ, MXNET_ENGINE_TYPE='NaiveEngine', OMP_WAIT_POLICY='PASSIVE',
-                   KMP_BLOCKTIME='0')
-        self.proc = subprocess.Popen([MXREF, os.path.join(HERE, 'mxnet_worker.py')],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     env=env)
-
-    def ask(self, **request):
-        self.proc.stdin.write(json.dumps(request) + '\n')
-        self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
-
-    def step_fn(self, **setup):
-        self.ask(cmd='setup', **setup)
-        return lambda: self.ask(cmd='run', n=1)
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait()
-
-
-def mxnet_available():
-    return os.path.exists(MXREF) and subprocess.run(
-        [MXREF, '-c', 'import mxnet'], capture_output=True).returncode == 0
+# ---- the reference MXNet in its own process (its OpenMP threads sleep as soon as a step ends:
+# spinning threads would steal the cores from whichever candidate runs next) ----------------------
+MXNET_ENV = {'MXNET_ENGINE_TYPE': 'NaiveEngine', 'OMP_WAIT_POLICY': 'PASSIVE', 'KMP_BLOCKTIME': '0'}
 
 
 # ---- the measurements -------------------------------------------------------------------------
@@ -201,7 +172,7 @@ def _faster(medians):
 
 
 def main():
-    worker = MXNetWorker() if mxnet_available() else None
+    worker = Worker(MXREF, 'mxnet_worker.py', MXNET_ENV) if available(MXREF, 'mxnet') else None
     try:
         return [inference(1, worker), inference(8, worker), training(worker)]
     finally:

@@ -2,17 +2,13 @@
 bench_compile.py written in JAX, the whole step (forward, gradient, SGD with momentum) under one
 jax.jit, timed on request so the benchmark can interleave JAX with the others in one run.
 
-Protocol (one JSON object per line on stdin, one reply line on stdout):
-  {"cmd": "setup", "model": "mlp"|"lenet", "batch": n}  -> {"ok": true}
-  {"cmd": "run", "n": k}                                -> {"seconds": <time of k steps>}
+The line protocol is workers.py's.
 """
-import json
-import sys
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from workers import serve
 
 
 def _init(shapes, seed=0):
@@ -78,20 +74,5 @@ def setup(request):
     return run
 
 
-def main():
-    step = None
-    for line in sys.stdin:
-        request = json.loads(line)
-        if request['cmd'] == 'setup':
-            step = setup(request)
-            reply = {'ok': True}
-        else:
-            start = time.perf_counter()
-            for _ in range(request['n']):
-                step()
-            reply = {'seconds': time.perf_counter() - start}
-        print(json.dumps(reply), flush=True)
-
-
 if __name__ == '__main__':
-    main()
+    serve(setup)

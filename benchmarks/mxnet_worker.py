@@ -2,17 +2,12 @@
 mxtorch's symbol JSON and times steps on request, so the benchmark can interleave MXNet with
 mxtorch and PyTorch in one run.
 
-Protocol (one JSON object per line on stdin, one reply line on stdout):
-  {"cmd": "setup", "mode": "infer"|"train", "json": <symbol json>, "data": [shape],
-   "label": [shape] (train)}                       -> {"ok": true}
-  {"cmd": "run", "n": k}                           -> {"seconds": <time of k steps>}
+The line protocol is workers.py's.
 """
-import json
-import sys
-import time
-
 import mxnet as mx
 import numpy as np
+
+from workers import serve
 
 
 def setup(request):
@@ -44,20 +39,5 @@ def setup(request):
     return step
 
 
-def main():
-    step = None
-    for line in sys.stdin:
-        request = json.loads(line)
-        if request['cmd'] == 'setup':
-            step = setup(request)
-            reply = {'ok': True}
-        else:
-            start = time.perf_counter()
-            for _ in range(request['n']):
-                step()
-            reply = {'seconds': time.perf_counter() - start}
-        print(json.dumps(reply), flush=True)
-
-
 if __name__ == '__main__':
-    main()
+    serve(setup)
