@@ -33,14 +33,20 @@ def _language_model(mode, steps, layers=2, begin_inputs=False, merge=True):
     return mx.sym.Group([loss] + [mx.sym.BlockGrad(s) for s in states])
 
 
-def _run(sym, fuse, monkeypatch, shapes):
-    """(executor, outputs, gradients) of one training pass with the fusion on or off."""
+def _bound(sym, fuse, monkeypatch, shapes):
+    """The symbol bound with the fusion on or off, its arguments filled (seeded)."""
     monkeypatch.setenv('MXTORCH_FUSE_RNN', '1' if fuse else '0')
     ex = sym.simple_bind(mx.cpu(), **shapes)
     rng = np.random.RandomState(0)
     for name, arr in ex.arg_dict.items():
         arr[:] = rng.randint(0, VOCAB, arr.shape) if name == 'data' else \
             rng.uniform(-0.5, 0.5, arr.shape)
+    return ex
+
+
+def _run(sym, fuse, monkeypatch, shapes):
+    """(executor, outputs, gradients) of one training pass with the fusion on or off."""
+    ex = _bound(sym, fuse, monkeypatch, shapes)
     ex.forward(is_train=True)
     ex.backward()
     grads = {n: g.asnumpy() for n, g in ex.grad_dict.items() if g is not None}
@@ -193,12 +199,7 @@ def test_bidirectional_and_dropout_stacks(monkeypatch):
 def _monitored(sym, fuse, monkeypatch, shapes):
     """Every (name, value) a monitor sees over one training pass, and the partial-forward
     step count, with the fusion on or off."""
-    monkeypatch.setenv('MXTORCH_FUSE_RNN', '1' if fuse else '0')
-    ex = sym.simple_bind(mx.cpu(), **shapes)
-    rng = np.random.RandomState(0)
-    for name, arr in ex.arg_dict.items():
-        arr[:] = rng.randint(0, VOCAB, arr.shape) if name == 'data' else \
-            rng.uniform(-0.5, 0.5, arr.shape)
+    ex = _bound(sym, fuse, monkeypatch, shapes)
     seen = []
     ex.set_monitor_callback(lambda name, arr: seen.append(
         (mx.base.py_str(name), mx.nd.NDArray(arr).asnumpy().copy())))
