@@ -132,13 +132,19 @@ def adam(weights, grads, means, variances, lrs, wds, beta1=0.9, beta2=0.999, eps
     """Adam without bias correction (callers fold it into lrs). G = clip(rescale*g + wd*w);
     m = beta1*m + (1-beta1)*G; v = beta2*v + (1-beta2)*G^2; w -= lr * m / (sqrt(v) + epsilon)."""
     g = scaled_grads(grads, rescale, clip, weights, wds)
+    denom = _adam_moments(means, variances, g, beta1, beta2, epsilon)
+    torch._foreach_addcdiv_(weights, means, denom, [-float(lr) for lr in lrs])
+
+
+def _adam_moments(means, variances, g, beta1, beta2, epsilon):
+    """m = beta1*m + (1-beta1)*g; v = beta2*v + (1-beta2)*g^2 in place; sqrt(v) + epsilon."""
     torch._foreach_mul_(means, beta1)
     torch._foreach_add_(means, g, alpha=1. - beta1)
     torch._foreach_mul_(variances, beta2)
     torch._foreach_addcmul_(variances, g, g, value=1. - beta2)
     denom = torch._foreach_sqrt(variances)
     torch._foreach_add_(denom, epsilon)
-    torch._foreach_addcdiv_(weights, means, denom, [-float(lr) for lr in lrs])
+    return denom
 
 
 @torch.no_grad()
@@ -155,13 +161,10 @@ def adamw(weights, grads, means, variances, lrs, wds, etas, beta1=0.9, beta2=0.9
             torch._foreach_sub_(state, x)
             torch._foreach_mul_(state, beta)
             torch._foreach_add_(state, x)
+        denom = torch._foreach_sqrt(variances)
+        torch._foreach_add_(denom, epsilon)
     else:
-        torch._foreach_mul_(means, beta1)
-        torch._foreach_add_(means, g, alpha=1. - beta1)
-        torch._foreach_mul_(variances, beta2)
-        torch._foreach_addcmul_(variances, g, g, value=1. - beta2)
-    denom = torch._foreach_sqrt(variances)
-    torch._foreach_add_(denom, epsilon)
+        denom = _adam_moments(means, variances, g, beta1, beta2, epsilon)
     step = torch._foreach_div(means, denom)
     torch._foreach_mul_(step, [float(lr) for lr in lrs])
     torch._foreach_add_(step, torch._foreach_mul(weights, [float(wd) for wd in wds]))
