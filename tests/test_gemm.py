@@ -202,3 +202,15 @@ def test_torch_compile_traces_through(monkeypatch):
     want = F.linear(x, w.detach(), b).relu()
     torch.testing.assert_close(out.detach(), want, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(w.grad, ((want > 0).float()).t() @ x, rtol=1e-5, atol=1e-5)
+
+
+def test_jit_trace_and_fake_tensors_use_f_linear(monkeypatch):
+    monkeypatch.setenv('MXTORCH_GEMM', 'onednn')
+    x, w, b = _operands()
+    traced = torch.jit.trace(lambda x: gemm.linear(x, w, b), (x,))
+    assert 'linear' in str(traced.graph) and 'mkldnn' not in str(traced.graph)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode() as mode:
+        fx, fw = mode.from_tensor(x), mode.from_tensor(w)
+        assert not gemm._eligible(fx, fw, None)
+        assert gemm.linear(fx, fw).shape == (96, 80)

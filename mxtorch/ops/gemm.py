@@ -11,8 +11,8 @@ used where it is 5% faster; in training, only where its savings over the forward
 products outweigh the ~30 us that the Python autograd Function costs.
 
 Only float32 CPU operands, each contiguous or a transposed contiguous matrix, and products of at
-least 64^3 multiply-adds take part; anything else, and code being traced by torch.compile, is
-F.linear. With gradients, `linear` is an autograd Function whose backward computes dX = g W and
+least 64^3 multiply-adds take part; anything else, and code being traced (torch.compile,
+torch.export, torch.jit and so ONNX export), is F.linear. With gradients, `linear` is an autograd Function whose backward computes dX = g W and
 dW = g^T x with the backend chosen for each of those shapes; when the backward is itself
 recorded (create_graph) it uses differentiable PyTorch ops, so higher-order gradients hold.
 
@@ -30,6 +30,7 @@ BUDGET = 0.02               # seconds of timing per new shape class (one call ea
 FUNCTION_COST = 30e-6       # seconds the Python autograd Function adds to a training step
 _TIMES = {}                 # shape class -> (seconds by PyTorch, seconds by oneDNN)
 _PAYS = {}                  # shape class, which inputs need gradients -> whether _Linear pays
+_PLAIN = (torch.Tensor, torch.nn.Parameter)     # not fake or traced tensors
 
 
 def linear(x, weight, bias=None):
@@ -81,7 +82,7 @@ def _mode():
 
 def _eligible(x, weight, bias):
     mode = _mode()
-    if torch.compiler.is_compiling():      # traced code (torch.compile/export): no shape guards
+    if _tracing(x, weight):                 # before any shape test: no guards on the shapes
         return False
     if mode == 'torch' or x.dim() != 2 or weight.dim() != 2 or not x.numel() * weight.numel():
         return False
@@ -90,6 +91,13 @@ def _eligible(x, weight, bias):
     return all(t is None or (t.dtype == torch.float32 and t.device.type == 'cpu')
                for t in (x, weight, bias)) and _layout_ok(x) and _layout_ok(weight) and \
         (bias is None or bias.dim() == 1) and _onednn_available()
+
+
+def _tracing(x, weight):
+    """Code traced into a graph (torch.compile, torch.export, torch.jit and so ONNX export), or
+    fake tensors: the plain F.linear, which every tracer and exporter knows."""
+    return torch.compiler.is_compiling() or torch.jit.is_tracing() or \
+        type(x) not in _PLAIN or type(weight) not in _PLAIN
 
 
 def _layout_ok(t):
