@@ -178,9 +178,13 @@ class Executor:
         rewrites (BatchNorm folded into convolutions, in-place ReLU, channels-last)."""
         if self._fast_infer is None:
             from . import fusion
-            plan = fusion.optimize_for_inference(self._plan) if fusion.enabled() else self._plan
             device = self._ctx.torch_device
-            self._fast_infer = Compiled(plan.compile(False, device)[0], device, 'inference')
+            if fusion.enabled():     # its steps keep state between calls: not for the tracer
+                plan = fusion.optimize_for_inference(self._plan)
+                self._fast_infer = plan.compile(False, device)[0]
+            else:
+                self._fast_infer = Compiled(self._plan.compile(False, device)[0], device,
+                                            'inference')
         return self._fast_infer
 
     @staticmethod

@@ -49,7 +49,7 @@ def test_compiled_plan_matches_uncompiled(monkeypatch):
     monkeypatch.setenv('MXTORCH_COMPILE', '1')
     ex = _bind(_net())
     got = _train(ex)
-    assert ex._forward_train.state == 'ready' and ex._inference().state == 'ready'
+    assert ex._forward_train.state == 'ready'
     for want, have in zip(expected[:2], got[:2]):
         assert want.keys() == have.keys()
         for key in want:
@@ -84,6 +84,7 @@ def test_background_compile_switches_when_ready(monkeypatch):
         return real(fn, **kwargs)
     monkeypatch.setattr(torch, 'compile', counting)
     monkeypatch.setenv('MXTORCH_COMPILE', 'background')
+    monkeypatch.setenv('MXTORCH_FUSE', '0')       # the unfused inference plan is compiled
     monkeypatch.setattr(compiler, 'AUTO_AFTER', 3)
     data = mx.sym.Variable('data')
     sym = mx.sym.tanh(mx.sym.FullyConnected(data, num_hidden=3, name='fc'))
@@ -137,8 +138,10 @@ def test_custom_operator_runs_between_compiled_regions(monkeypatch):
 
 
 def test_compiled_code_kept_only_when_faster(monkeypatch):
-    """The compiled function replaces the plan only if it timed at least 5% faster."""
+    """The compiled function replaces the plan only if it timed at least 5% faster (here the
+    inference plan without fusion.py's rewrites, whose cached steps are not traced)."""
     monkeypatch.setenv('MXTORCH_COMPILE', '1')
+    monkeypatch.setenv('MXTORCH_FUSE', '0')
     times = {}
     monkeypatch.setattr(compiler, '_timed', lambda fn, examples, grad: times[fn is plan_fn])
     for eager, compiled, state in ((1.0, 0.9, 'ready'), (1.0, 0.97, 'slower')):
