@@ -119,7 +119,7 @@ def Flatten(data: NDArray | None = None, *, out: NDArray | None = None, name: st
     ...
 
 def FullyConnected(data: NDArray | None = None, weight: NDArray | None = None, bias: NDArray | None = None, *, num_hidden: int, no_bias: bool = False, flatten: bool = True, out: NDArray | None = None, name: str | None = None, ctx: Context | None = None, **kwargs: Any) -> NDArray:
-    """out = x . W^T + b, x flattened to (N, -1) unless flatten=False (then on the last axis)."""
+    """out = x . W^T + b, x flattened to (N, -1) unless flatten=False (then on the last axis). The products run on PyTorch's GEMM or oneDNN's, whichever is faster for the shape (gemm.py)."""
     ...
 
 def GridGenerator(data: NDArray | None = None, *, transform_type: Literal['affine', 'warp'], target_shape: tuple[int, ...] | int = (0, 0), out: NDArray | None = None, name: str | None = None, ctx: Context | None = None, **kwargs: Any) -> NDArray:

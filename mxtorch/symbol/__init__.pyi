@@ -102,7 +102,7 @@ def Flatten(data: Symbol | None = None, *, name: str | None = None, attr: dict[s
     ...
 
 def FullyConnected(data: Symbol | None = None, weight: Symbol | None = None, bias: Symbol | None = None, *, num_hidden: int, no_bias: bool = False, flatten: bool = True, name: str | None = None, attr: dict[str, str] | None = None, out: None = None, **kwargs: Any) -> Symbol:
-    """out = x . W^T + b, x flattened to (N, -1) unless flatten=False (then on the last axis)."""
+    """out = x . W^T + b, x flattened to (N, -1) unless flatten=False (then on the last axis). The products run on PyTorch's GEMM or oneDNN's, whichever is faster for the shape (gemm.py)."""
     ...
 
 def GridGenerator(data: Symbol | None = None, *, transform_type: Literal['affine', 'warp'], target_shape: tuple[int, ...] | int = (0, 0), name: str | None = None, attr: dict[str, str] | None = None, out: None = None, **kwargs: Any) -> Symbol:
