@@ -1,7 +1,7 @@
-"""The update half of a module's training step, planned once.
+"""The update half of a training step, planned once.
 
-`Module.update` without a kvstore between devices hands every parameter's gradient to the
-Updater, which looks up each state, groups the weights by dtype and device, checks storage types
+`Module.update` without a kvstore between devices (and `gluon.Trainer`'s update on each device)
+hands every parameter's gradient to the Updater, which looks up each state, groups the weights by dtype and device, checks storage types
 and calls the optimizer per group, every batch. The parameters, their optimizer indices and states
 do not change between batches, so an UpdatePlan resolves all that once (after the first update,
 which creates the states) and each later update is one call of the optimizer's rule
@@ -11,7 +11,7 @@ counts, learning-rate schedule and multipliers, without the regrouping.
 A plan is only made where it computes exactly what the Updater would: an optimizer with a
 built-in rule (`Optimizer._has_rule`), dense float gradients, no float16 master weights. It
 notices when it no longer holds (states loaded or replaced, the optimizer swapped, the executors
-rebound) and the module makes a new one or takes the Updater's path.
+rebound, other parameters updated) and the caller makes a new one or takes the Updater's path.
 """
 from .ndarray.ndarray import NDArray
 
@@ -30,19 +30,19 @@ class UpdatePlan:
     `planned` is False for parameters the Updater's path must update (the plan then only
     remembers that, until the parameters or states change)."""
 
-    def __init__(self, updater, param_arrays, devices):
+    def __init__(self, updater, key, devices):
         self._updater = updater
         self._optimizer = updater.optimizer
         self._states = updater.states
-        self._param_arrays = param_arrays
+        self._key = key
         self._devices = devices
         self.planned = devices is not None
 
     @classmethod
-    def make(cls, updater, param_arrays, grad_arrays, indices, num_device):
+    def make(cls, updater, param_arrays, grad_arrays, indices, num_device, key):
         """The plan for these parameters (param_arrays[i][k]: parameter i on device k, optimizer
         index indices[i] * num_device + k); None while some state is still to be created (or
-        moved to its device) by the Updater."""
+        moved to its device) by the Updater. `key` identifies the arrays (see `holds`)."""
         opt = updater.optimizer
         per_device = [(None, [], [], [], []) for _ in range(num_device)]
         for index, weights, grads in zip(indices, param_arrays, grad_arrays):
@@ -55,7 +55,7 @@ class UpdatePlan:
                 if (not opt._has_rule() or w.stype != 'default' or g.stype != 'default'
                         or not w._tensor.dtype.is_floating_point or opt._uses_master(w)
                         or w._tensor.dtype != g._tensor.dtype):
-                    return cls(updater, param_arrays, None)
+                    return cls(updater, key, None)
                 device_id, idxs, ws, gs, states = per_device[k]
                 if device_id is None:
                     per_device[k] = (w.context.device_id, idxs, ws, gs, states)
@@ -63,12 +63,14 @@ class UpdatePlan:
                 ws.append(w)
                 gs.append(g)
                 states.append(updater.states[idx])
-        return cls(updater, param_arrays, [d for d in per_device if d[1]])
+        return cls(updater, key, [d for d in per_device if d[1]])
 
-    def holds(self, updater, param_arrays):
-        """Whether the plan was made for this updater, optimizer, states and parameters."""
+    def holds(self, updater, key):
+        """Whether the plan was made for this updater, optimizer, states and `key` (the caller's
+        identity of its arrays: equal keys, same arrays; the plan keeps the arrays alive, so ids
+        in a key stay unique)."""
         return (updater is self._updater and updater.optimizer is self._optimizer
-                and updater.states is self._states and param_arrays is self._param_arrays)
+                and updater.states is self._states and key == self._key)
 
     def __call__(self):
         opt = self._optimizer

@@ -102,3 +102,44 @@ def test_custom_optimizer_takes_the_updater_path():
             np.testing.assert_allclose(after[k], before[k] - 0.5 * grads[k], rtol=1e-6)
         before = after
     assert not mod._update_plan.planned
+
+
+def _gluon_run(optimizer, params, steps=5):
+    """Parameters after `steps` Trainer steps of a small Dense net (an unused layer's stale
+    gradient skipped with ignore_stale_grad; the learning rate changed midway)."""
+    mx.random.seed(0)
+    net = mx.gluon.nn.HybridSequential(prefix='net_')
+    with net.name_scope():
+        net.add(mx.gluon.nn.Dense(6, activation='relu'), mx.gluon.nn.Dense(3))
+    unused = mx.gluon.nn.Dense(2, prefix='unused_')
+    net.initialize(mx.init.Constant(0.1))
+    unused.initialize(mx.init.Constant(0.1))
+    unused(mx.nd.ones((1, 4)))
+    all_params = net.collect_params()
+    all_params.update(unused.collect_params())
+    trainer = mx.gluon.Trainer(all_params, optimizer, dict(params))
+    loss = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    rng = np.random.RandomState(5)
+    for step in range(steps):
+        x, y = mx.nd.array(rng.randn(4, 5)), mx.nd.array(rng.randint(0, 3, 4))
+        with mx.autograd.record():
+            out = loss(net(x), y)
+        out.backward()
+        if step == 2 and 'lr_scheduler' not in params:
+            trainer.set_learning_rate(trainer.learning_rate * 0.5)
+        trainer.step(4, ignore_stale_grad=True)
+    return {k: v.data().asnumpy() for k, v in all_params.items()}, trainer
+
+
+@pytest.mark.parametrize('optimizer,params', CASES[:4])
+def test_trainer_planned_update_equals_updater_path(monkeypatch, optimizer, params):
+    planned, trainer = _gluon_run(optimizer, {k: v() if callable(v) else v
+                                              for k, v in params.items()})
+    assert trainer._update_plans[0].planned
+    monkeypatch.setattr(train_step.UpdatePlan, 'make', classmethod(lambda *a: None))
+    unplanned, _ = _gluon_run(optimizer, {k: v() if callable(v) else v
+                                          for k, v in params.items()})
+    for name in planned:
+        np.testing.assert_allclose(planned[name], unplanned[name], rtol=1e-6, atol=1e-7,
+                                   err_msg=name)
+    np.testing.assert_array_equal(planned['unused_weight'], np.full((2, 4), 0.1, np.float32))

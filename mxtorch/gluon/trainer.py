@@ -5,6 +5,7 @@ from .. import autograd, kvstore as kvs
 from ..kvstore import KVStore
 from ..kvstore.base import KVStoreBase
 from ..model import _create_kvstore
+from ..train_step import UpdatePlan
 from .parameter import Parameter, ParameterDict
 
 
@@ -76,6 +77,7 @@ class Trainer:
         else:
             self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
         self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
+        self._update_plans = {}         # device -> train_step.UpdatePlan of its last update
 
     def _reset_kvstore(self):
         if self._kvstore and 'dist' in self._kvstore.type:
@@ -290,10 +292,17 @@ class Trainer:
                 for arr in _values(param):
                     arr._fresh_grad = False
             return
-        for updater, upd in zip(self._updaters, updates):
+        for k, (updater, upd) in enumerate(zip(self._updaters, updates)):
             if upd:
                 idx, grads, weights = zip(*upd)
+                key = (idx, tuple(map(id, weights)), tuple(map(id, grads)))
+                plan = self._update_plans.get(k)
+                if plan is not None and plan.planned and plan.holds(updater, key):
+                    plan()                       # the same parameters as last time: planned
+                    continue
                 updater(list(idx), list(grads), list(weights))
+                self._update_plans[k] = UpdatePlan.make(
+                    updater, [[w] for w in weights], [[g] for g in grads], list(idx), 1, key)
 
     def save_states(self, fname):
         """Write the optimizer states (and the optimizer) to `fname`."""

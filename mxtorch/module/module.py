@@ -454,14 +454,15 @@ class Module(BaseModule):
             return
         if self._kvstore is None:       # nothing to aggregate: the planned update, once made
             plan = self._update_plan
-            if plan is not None and plan.holds(self._updater, group.param_arrays):
+            if plan is not None and plan.holds(self._updater, id(group.param_arrays)):
                 if plan.planned:
                     plan()
                     return
             else:                       # the Updater runs this time (creating missing states)
                 self._update_plan = UpdatePlan.make(
                     self._updater, group.param_arrays, group.grad_arrays,
-                    [self._param_index[n] for n in group.param_names], len(self._context))
+                    [self._param_index[n] for n in group.param_names], len(self._context),
+                    id(group.param_arrays))
         _update_params(group.param_arrays, group.grad_arrays, self._updater, len(self._context),
                        kvstore=self._kvstore, param_names=group.param_names,
                        param_indices=[self._param_index[n] for n in group.param_names])
