@@ -1,28 +1,20 @@
 """The update half of a training step, planned once.
 
 `Module.update` without a kvstore between devices (and `gluon.Trainer`'s update on each device)
-hands every parameter's gradient to the Updater, which looks up each state, groups the weights by dtype and device, checks storage types
-and calls the optimizer per group, every batch. The parameters, their optimizer indices and states
-do not change between batches, so an UpdatePlan resolves all that once (after the first update,
-which creates the states) and each later update is one call of the optimizer's rule
-(optimizer_rules.py) per device on the tensors behind the arrays: the same numbers, the same
-counts, learning-rate schedule and multipliers, without the regrouping.
+hands every parameter's gradient to the Updater, which looks up each state, groups the weights by
+dtype and device, checks storage types and calls the optimizer per group, every batch. The
+parameters, their optimizer indices and states do not change between batches, so an UpdatePlan
+resolves all that once (after the first update, which creates the states) and each later update
+is one call of the optimizer's rule (optimizer_rules.py) per device on the tensors behind the
+arrays: the same numbers, the same counts, learning-rate schedule and multipliers, without the
+regrouping.
 
 A plan is only made where it computes exactly what the Updater would: an optimizer with a
 built-in rule (`Optimizer._has_rule`), dense float gradients, no float16 master weights. It
 notices when it no longer holds (states loaded or replaced, the optimizer swapped, the executors
 rebound, other parameters updated) and the caller makes a new one or takes the Updater's path.
 """
-from .ndarray.ndarray import NDArray
-
-
-def _tensors_of(state):
-    """The tensors behind a state (None, an NDArray, or nested tuples/lists of them)."""
-    if isinstance(state, NDArray):
-        return state._tensor
-    if isinstance(state, (tuple, list)):
-        return type(state)(_tensors_of(s) for s in state)
-    return state
+from .optimizer.optimizer import _map_state, _tensor_of
 
 
 class UpdatePlan:
@@ -77,4 +69,4 @@ class UpdatePlan:
         for device_id, indices, weights, grads, states in self._devices:
             opt._set_current_context(device_id)
             opt._rule_call(indices, [w._tensor for w in weights], [g._tensor for g in grads],
-                           [_tensors_of(s) for s in states])
+                           [_map_state(_tensor_of, s) for s in states])
