@@ -4,8 +4,8 @@ Three steps (lengths 10, 20, 30) of the 2-layer LSTM (and GRU) language model of
 bench_bucketing.py, its layers built as MXNet's bucketing example builds them: a
 SequentialRNNCell of mx.rnn.LSTMCell / GRUCell unrolled over the bucket length. Candidates,
 interleaved: the unrolled cells with the bind-time RNN fusion (ops/rnn_unroll.py, the RNN op's
-bind_rewrite), the same without it (MXTORCH_FUSE_RNN=0 when each bucket is bound), the FusedRNNCell model, and PyTorch
-eager (nn.Embedding + nn.LSTM / nn.GRU + nn.Linear).
+bind_rewrite), the same without it (MXTORCH_FUSE_RNN=0 when each bucket is bound), the
+FusedRNNCell model, and PyTorch eager (nn.Embedding + nn.LSTM / nn.GRU + nn.Linear).
 """
 import os
 
