@@ -11,7 +11,7 @@ import pytest
 import mxtorch as mx
 from mxtorch.base import MXNetError
 
-from conftest import OpCases
+from conftest import OpCases, assert_matches
 
 OPS = OpCases('ops_contrib_nets.npz')
 CASES = OPS.cases
@@ -22,11 +22,7 @@ TOLERANCE = {'float16': 1e-2, 'float32': 1e-5, 'float64': 1e-6, 'int32': 0, 'int
 
 
 def _assert_close(got, want, what):
-    assert got.dtype == want.dtype, '%s: dtype %s, MXNet %s' % (what, got.dtype, want.dtype)
-    assert got.shape == want.shape, '%s: shape %s, MXNet %s' % (what, got.shape, want.shape)
-    tol = TOLERANCE[want.dtype.name]
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol * 10,
-                               atol=tol, err_msg=what)
+    assert_matches(got, want, what, TOLERANCE[want.dtype.name])
 
 
 def _function(module, op):
@@ -54,21 +50,7 @@ def test_symbol_forward_backward(index):
     if case['op'] in DYNAMIC_SHAPE:
         pytest.xfail('the executor binds static shapes only; %s\'s output shape depends on its '
                      'input values' % case['op'])
-    inputs = OPS.arrays(index, 'in')
-    args = {n: _nd(inputs[n]) for n in case['inputs']}
-    grads = {n: mx.nd.zeros(v.shape, dtype=v.dtype) for n, v in inputs.items()}
-    aux = {'op_' + n: _nd(v) for n, v in OPS.arrays(index, 'aux').items()}
-    exe = _symbol(case).bind(mx.cpu(), args, args_grad=grads if case['backward'] else None,
-                             grad_req='write' if case['backward'] else 'null', aux_states=aux)
-    outputs = exe.forward(is_train=case['train'] or case['backward'])
-    for k, want in enumerate(OPS.listed(index, 'out')):
-        _assert_close(outputs[k].asnumpy(), want, 'output %d' % k)
-    if case['backward']:
-        exe.backward([_nd(h) for h in OPS.listed(index, 'head')])
-        for name, want in OPS.arrays(index, 'grad').items():
-            _assert_close(grads[name].asnumpy(), want, 'gradient of %s' % name)
-    for name, want in OPS.arrays(index, 'auxafter').items():
-        _assert_close(aux['op_' + name].asnumpy(), want, 'aux state %s after the pass' % name)
+    OPS.check_bound(index, _symbol(case), case['train'] or case['backward'], _assert_close)
 
 
 @pytest.mark.parametrize('index', range(len(CASES)), ids=OPS.case_id)

@@ -12,7 +12,7 @@ import mxtorch as mx
 from mxtorch.base import MXNetError
 from mxtorch.test_utils import check_numeric_gradient
 
-from conftest import OpCases
+from conftest import OpCases, assert_matches
 
 OPS = OpCases('ops_legacy.npz')
 CASES = OPS.cases
@@ -30,11 +30,7 @@ def _case_id(index):
 
 
 def _assert_close(got, want, what):
-    assert got.dtype == want.dtype, '%s: dtype %s, MXNet %s' % (what, got.dtype, want.dtype)
-    assert got.shape == want.shape, '%s: shape %s, MXNet %s' % (what, got.shape, want.shape)
-    tol = TOLERANCE[want.dtype.name]
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol * 10,
-                               atol=tol, err_msg=what)
+    assert_matches(got, want, what, TOLERANCE[want.dtype.name])
 
 
 def _symbol(case):
@@ -55,21 +51,7 @@ def _nd(value):
 @pytest.mark.parametrize('index', range(len(CASES)), ids=_case_id)
 def test_symbol_forward_backward_aux(index):
     case = CASES[index]
-    inputs = OPS.arrays(index, 'in')
-    args = {n: _nd(inputs[n]) for n in case['inputs']}
-    grads = {n: mx.nd.zeros(v.shape, dtype=v.dtype) for n, v in inputs.items()}
-    aux = {'op_' + n: _nd(v) for n, v in OPS.arrays(index, 'aux').items()}
-    exe = _symbol(case).bind(mx.cpu(), args, args_grad=grads if case['backward'] else None,
-                             grad_req='write' if case['backward'] else 'null', aux_states=aux)
-    outputs = exe.forward(is_train=case['train'])
-    for k, want in enumerate(OPS.listed(index, 'out')):
-        _assert_close(outputs[k].asnumpy(), want, 'output %d' % k)
-    if case['backward']:
-        exe.backward([_nd(h) for h in OPS.listed(index, 'head')])
-        for name, want in OPS.arrays(index, 'grad').items():
-            _assert_close(grads[name].asnumpy(), want, 'gradient of %s' % name)
-    for name, want in OPS.arrays(index, 'auxafter').items():
-        _assert_close(aux['op_' + name].asnumpy(), want, 'aux state %s after the pass' % name)
+    OPS.check_bound(index, _symbol(case), case['train'], _assert_close)
 
 
 @pytest.mark.parametrize('index', range(len(CASES)), ids=_case_id)

@@ -12,7 +12,7 @@ from mxtorch.base import MXNetError
 from mxtorch.ops import get_op
 from mxtorch.test_utils import check_numeric_gradient
 
-from conftest import FIXTURES
+from conftest import FIXTURES, assert_matches
 
 FIXTURE = np.load(FIXTURES / 'ops_matrix.npz')
 META = json.loads(str(FIXTURE['meta']))
@@ -46,11 +46,7 @@ def _inputs(case):
 
 
 def _assert_close(got, want, what):
-    assert got.dtype == want.dtype, '%s: dtype %s, MXNet %s' % (what, got.dtype, want.dtype)
-    assert got.shape == want.shape, '%s: shape %s, MXNet %s' % (what, got.shape, want.shape)
-    tol = TOLERANCE[want.dtype.name]
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol * 10,
-                               atol=tol, err_msg=what)
+    assert_matches(got, want, what, TOLERANCE[want.dtype.name])
 
 
 def _names(predicate):

@@ -9,7 +9,7 @@ import mxtorch as mx
 from mxtorch.base import MXNetError
 from mxtorch.test_utils import check_numeric_gradient
 
-from conftest import OpCases
+from conftest import OpCases, assert_matches
 
 OPS = OpCases('ops_spatial.npz')
 FIXTURE, _case_id, _arrays, _listed = OPS.data, OPS.case_id, OPS.arrays, OPS.listed
@@ -21,11 +21,7 @@ FLOAT32_MATH = {'LeakyReLU'}
 
 
 def _assert_close(got, want, what, op=None):
-    assert got.dtype == want.dtype, '%s: dtype %s, MXNet %s' % (what, got.dtype, want.dtype)
-    assert got.shape == want.shape, '%s: shape %s, MXNet %s' % (what, got.shape, want.shape)
-    tol = TOLERANCE['float32' if op in FLOAT32_MATH else want.dtype.name]
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol * 10,
-                               atol=tol, err_msg=what)
+    assert_matches(got, want, what, TOLERANCE['float32' if op in FLOAT32_MATH else want.dtype.name])
 
 
 def _symbol(op, names, params):
