@@ -81,13 +81,11 @@ def deformable_geometry(op, p, data, offset):
     return kernel, stride, dilate, pad, out_h, out_w, taps
 
 
-def _modulated_deformable_conv(p, data, offset, mask, weight, bias=None):
-    kernel, stride, dilate, pad, out_h, out_w, taps = deformable_geometry(_OP, p, data, offset)
-    batch, channels, height, width = data.shape
-    dg, groups = p.num_deformable_group, p.num_group
-    require(tuple(mask.shape) == (batch, dg * taps, out_h, out_w), '%s: mask must have shape '
-            '%s, got %s', _OP, (batch, dg * taps, out_h, out_w), tuple(mask.shape))
+def deformable_positions(kernel, stride, dilate, pad, out_h, out_w, data, offset, dg):
+    """Where a deformable convolution samples: y, x (B, dg, K, Ho, Wo), each kernel tap's place
+    in its strided, dilated, padded window plus the tap's offset (in data's dtype)."""
     dev, dt = data.device, data.dtype
+    taps = kernel[0] * kernel[1]
     ky, kx = torch.meshgrid(torch.arange(kernel[0], device=dev, dtype=dt) * dilate[0],
                             torch.arange(kernel[1], device=dev, dtype=dt) * dilate[1],
                             indexing='ij')
@@ -95,9 +93,18 @@ def _modulated_deformable_conv(p, data, offset, mask, weight, bias=None):
     ox = torch.arange(out_w, device=dev, dtype=dt) * stride[1] - pad[1]
     base_y = ky.reshape(taps, 1, 1) + oy.reshape(1, out_h, 1)            # (K, Ho, 1)
     base_x = kx.reshape(taps, 1, 1) + ox.reshape(1, 1, out_w)            # (K, 1, Wo)
-    off = offset.reshape(batch, dg, taps, 2, out_h, out_w)
-    y = (base_y + off[:, :, :, 0]).reshape(batch, dg, -1)
-    x = (base_x + off[:, :, :, 1]).reshape(batch, dg, -1)
+    off = offset.reshape(data.shape[0], dg, taps, 2, out_h, out_w)
+    return base_y + off[:, :, :, 0], base_x + off[:, :, :, 1]
+
+
+def _modulated_deformable_conv(p, data, offset, mask, weight, bias=None):
+    kernel, stride, dilate, pad, out_h, out_w, taps = deformable_geometry(_OP, p, data, offset)
+    batch, channels, height, width = data.shape
+    dg, groups = p.num_deformable_group, p.num_group
+    require(tuple(mask.shape) == (batch, dg * taps, out_h, out_w), '%s: mask must have shape '
+            '%s, got %s', _OP, (batch, dg * taps, out_h, out_w), tuple(mask.shape))
+    y, x = deformable_positions(kernel, stride, dilate, pad, out_h, out_w, data, offset, dg)
+    y, x = y.reshape(batch, dg, -1), x.reshape(batch, dg, -1)
     samples = _sample(data.reshape(batch, dg, channels // dg, height, width), y, x)
     samples = samples * mask.reshape(batch, dg, 1, -1)
     return columns_conv(samples, weight, bias, p.num_filter, groups, (out_h, out_w))

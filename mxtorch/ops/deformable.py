@@ -6,7 +6,7 @@ ModulatedDeformableConvolution differs there). Gradients are autograd's through 
 to data, offset, weight and bias."""
 import torch
 
-from .contrib import _mdc_shape, columns_conv, deformable_geometry
+from .contrib import _mdc_shape, columns_conv, deformable_geometry, deformable_positions
 from .params import Bool, Enum, Int, Shape
 from .registry import OpDef, register
 from .roi_align import bilinear_gather
@@ -18,15 +18,7 @@ def _deformable_conv(p, data, offset, weight, bias=None):
     kernel, stride, dilate, pad, out_h, out_w, taps = deformable_geometry(_OP, p, data, offset)
     batch, channels, height, width = data.shape
     dg, groups = p.num_deformable_group, p.num_group
-    dev, dt = data.device, data.dtype
-    ky, kx = torch.meshgrid(torch.arange(kernel[0], device=dev, dtype=dt) * dilate[0],
-                            torch.arange(kernel[1], device=dev, dtype=dt) * dilate[1],
-                            indexing='ij')
-    oy = torch.arange(out_h, device=dev, dtype=dt) * stride[0] - pad[0]
-    ox = torch.arange(out_w, device=dev, dtype=dt) * stride[1] - pad[1]
-    off = offset.reshape(batch, dg, taps, 2, out_h, out_w)
-    y = ky.reshape(taps, 1, 1) + oy.reshape(1, out_h, 1) + off[:, :, :, 0]   # (B, dg, K, Ho, Wo)
-    x = kx.reshape(taps, 1, 1) + ox.reshape(1, 1, out_w) + off[:, :, :, 1]
+    y, x = deformable_positions(kernel, stride, dilate, pad, out_h, out_w, data, offset, dg)
     per_group = channels // dg
     samples = torch.stack([torch.cat([
         bilinear_gather(data[b, g * per_group:(g + 1) * per_group], y[b, g], x[b, g],
