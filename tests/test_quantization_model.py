@@ -12,20 +12,12 @@ from mxtorch.contrib.quantization import (_get_optimal_threshold, calib_graph,  
                                           combine_histogram, quantize_graph, quantize_model,
                                           quantize_model_mkldnn, quantize_net, quantize_net_v2)
 
+from fixtures.quantization_nets import conv_net, layer_nets, rich_net
+
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures')
 FX = np.load(os.path.join(HERE, 'quantization.npz'))
 with open(os.path.join(HERE, 'quantization.json')) as f:
     MODELS = json.load(f)['models']
-
-
-def conv_net():
-    data = mx.sym.var('data')
-    net = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name='conv0')
-    net = mx.sym.Activation(net, act_type='relu', name='relu0')
-    net = mx.sym.Pooling(net, kernel=(2, 2), stride=(2, 2), pool_type='max', name='pool0')
-    net = mx.sym.flatten(net, name='flat0')
-    net = mx.sym.FullyConnected(net, num_hidden=5, name='fc0')
-    return mx.sym.SoftmaxOutput(net, name='softmax')
 
 
 ARGS = {k[len('model:arg:'):]: mx.nd.array(FX[k]) for k in FX.files
@@ -35,7 +27,7 @@ X = FX['model:data']
 
 def _quantize(mode, dtype):
     it = mx.io.NDArrayIter(X, np.zeros(8), batch_size=4)
-    return quantize_model(conv_net(), ARGS, {}, ctx=mx.cpu(), calib_mode=mode, calib_data=it,
+    return quantize_model(conv_net(mx), ARGS, {}, ctx=mx.cpu(), calib_mode=mode, calib_data=it,
                           num_calib_examples=8, quantized_dtype=dtype)
 
 
@@ -72,7 +64,7 @@ def test_quantize_model_graph_params_and_outputs(mode, dtype):
 
 def test_excluded_layers_stay_float():
     it = mx.io.NDArrayIter(X, np.zeros(8), batch_size=4)
-    qsym, qargs, _ = quantize_model(conv_net(), ARGS, {}, calib_mode='naive', calib_data=it,
+    qsym, qargs, _ = quantize_model(conv_net(mx), ARGS, {}, calib_mode='naive', calib_data=it,
                                     excluded_sym_names=['fc0'], excluded_op_names=['Pooling'],
                                     quantized_dtype='int8')
     ops = {n['name']: n['op'] for n in json.loads(qsym.tojson())['nodes']}
@@ -84,17 +76,17 @@ def test_excluded_layers_stay_float():
 
 def test_bad_options():
     with pytest.raises(ValueError, match='quantized_dtype'):
-        quantize_model(conv_net(), ARGS, {}, calib_mode='none', quantized_dtype='int4')
+        quantize_model(conv_net(mx), ARGS, {}, calib_mode='none', quantized_dtype='int4')
     with pytest.raises(ValueError, match='calib_data'):
-        quantize_model(conv_net(), ARGS, {}, calib_mode='naive')
+        quantize_model(conv_net(mx), ARGS, {}, calib_mode='naive')
     with pytest.raises(ValueError, match='excluded_sym_names'):
-        quantize_model(conv_net(), ARGS, {}, calib_mode='none', excluded_sym_names='fc0')
+        quantize_model(conv_net(mx), ARGS, {}, calib_mode='none', excluded_sym_names='fc0')
 
 
 def test_quantize_graph_then_calib_graph_equals_quantize_model():
-    qsym, qargs, _, collector = quantize_graph(conv_net(), ARGS, {}, calib_mode='naive',
+    qsym, qargs, _, collector = quantize_graph(conv_net(mx), ARGS, {}, calib_mode='naive',
                                                quantized_dtype='int8', quantize_mode='smart')
-    mod = mx.mod.Module(conv_net(), context=mx.cpu())
+    mod = mx.mod.Module(conv_net(mx), context=mx.cpu())
     mod.bind(for_training=False, data_shapes=[('data', (4, 2, 8, 8))],
              label_shapes=[('softmax_label', (4,))])
     mod.set_params(ARGS, {})
@@ -204,22 +196,6 @@ def test_mxnet_fused_quantized_bn_and_sum(mode):
     # uint8 relu output as the int8 sum operand): not compared
 
 
-def rich_net():
-    data = mx.sym.var('data')
-    act = mx.sym.Activation(mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=4,
-                                               name='c0'), act_type='relu', name='r0')
-    b1 = mx.sym.Convolution(act, kernel=(1, 1), num_filter=2, name='c1')
-    b2 = mx.sym.Convolution(act, kernel=(1, 1), num_filter=2, name='c2')
-    net = mx.sym.Concat(b1, b2, dim=1, name='cat0')
-    net = mx.sym.elemwise_add(net, act, name='add0')
-    net = mx.sym.elemwise_mul(net, net, name='mul0')
-    net = mx.sym.Pooling(net, kernel=(2, 2), stride=(2, 2), pool_type='avg', name='p0')
-    net = mx.sym.tanh(net, name='tanh0')
-    net = mx.sym.flatten(net, name='f0')
-    net = mx.sym.FullyConnected(net, num_hidden=3, name='fc0')
-    return mx.sym.SoftmaxOutput(net, name='softmax')
-
-
 RICH = json.load(open(os.path.join(HERE, 'quantization.json')))['rich']
 
 
@@ -236,7 +212,7 @@ def test_quantize_modes_and_exclusions_give_mxnets_graph(key):
     args = {k[len('rich:arg:'):]: mx.nd.array(FX[k]) for k in FX.files
             if k.startswith('rich:arg:')}
     it = mx.io.NDArrayIter(FX['rich:data'], np.zeros(8), batch_size=4)
-    qsym, qargs, _ = quantize_model(rich_net(), args, {}, calib_mode=calib, calib_data=it,
+    qsym, qargs, _ = quantize_model(rich_net(mx), args, {}, calib_mode=calib, calib_data=it,
                                     num_calib_examples=8, quantized_dtype=dtype,
                                     quantize_mode=mode, **kw)
     mine, ref = json.loads(qsym.tojson())['nodes'], RICH[key]['nodes']
@@ -247,21 +223,9 @@ def test_quantize_modes_and_exclusions_give_mxnets_graph(key):
     feed = dict(qargs, data=mx.nd.array(FX['rich:data'][:4]), softmax_label=mx.nd.zeros(4))
     out = qsym.bind(mx.cpu(), feed).forward()[0].asnumpy()
     fargs = dict(args, data=mx.nd.array(FX['rich:data'][:4]), softmax_label=mx.nd.zeros(4))
-    ref_out = rich_net().bind(mx.cpu(), fargs).forward()[0].asnumpy()
+    ref_out = rich_net(mx).bind(mx.cpu(), fargs).forward()[0].asnumpy()
     if dtype != 'uint8':       # uint8 data loses the negative inputs (as in MXNet)
         np.testing.assert_allclose(out, ref_out, atol=0.05)
-
-
-def layer_nets():
-    S = mx.sym
-    data = S.var('data')
-    conv = S.Convolution(data, kernel=(1, 1), num_filter=2, name='c')
-    return {
-        'bn': S.FullyConnected(S.BatchNorm(conv, name='bn'), num_hidden=2, name='fc'),
-        'emb': S.FullyConnected(S.Embedding(data, input_dim=5, output_dim=3, name='emb'),
-                                num_hidden=2, name='fc'),
-        'lrelu': S.FullyConnected(S.LeakyReLU(conv, name='lr'), num_hidden=2, name='fc'),
-    }
 
 
 LAYERS = json.load(open(os.path.join(HERE, 'quantization.json')))['layers']
@@ -272,7 +236,7 @@ def test_batchnorm_embedding_and_float_layers_as_mxnet(key):
     """A quantized BatchNorm takes its calibrated output range itself (no requantize), an
     Embedding is quantized in 'full' mode only, a float LeakyReLU is requantized after."""
     name, mode = key.split('_')
-    net = layer_nets()[name]
+    net = layer_nets(mx)[name][0]
     prefix = 'layers:%s:' % name
     given = {k[len(prefix):]: mx.nd.array(FX[k]) for k in FX.files if k.startswith(prefix)}
     data = given.pop('data').asnumpy()
