@@ -94,6 +94,7 @@ class Executor:
         self._shapes = shapes
         self._group_devices = devices
         self._stepwise_parts = None
+        self._draws_random = any(step.op.random for step in self._plan.steps)
         device = ctx.torch_device
         forward_train, self._ns_train = self._plan.compile(True, device)
         forward_infer, self._ns_infer = self._plan.compile(False, device)
@@ -183,8 +184,7 @@ class Executor:
                 plan = fusion.optimize_for_inference(self._plan)
                 self._fast_infer = plan.compile(False, device)[0]
             else:
-                self._fast_infer = Compiled(self._plan.compile(False, device)[0], device,
-                                            'inference')
+                self._fast_infer = Compiled(self._forward_infer.fn, device, 'inference')
         return self._fast_infer
 
     @staticmethod
@@ -262,7 +262,7 @@ class Executor:
         the generator state it started from: a backward that has to run it again draws the same,
         as MXNet's backward reuses its forward's masks). `rng`: such a state to start from."""
         plan = self._plan
-        if rng is None and any(step.op.random for step in self._plan.steps):
+        if rng is None and self._draws_random:
             rng = _rng_state(self._ctx.torch_device)
         elif rng is not None:
             _set_rng_state(self._ctx.torch_device, rng)
