@@ -9,7 +9,8 @@ $MXTORCH_CACHE_DIR or ~/.cache/mxtorch/inductor): a second run with the same gra
 pays a few seconds of tracing instead of a full compile. Operators whose `traceable` trait is
 False (custom Python operators, control flow) run as they are between compiled regions.
 
-MXTORCH_COMPILE selects when (CPU plans; GPU plans stay uncompiled for now):
+MXTORCH_COMPILE, read when a graph is bound, selects when (CPU plans; GPU plans stay uncompiled
+for now):
     0 / off (default)  never
     1 / on             at the first call of each bound function, before it runs
     background         after AUTO_AFTER calls, in a background thread, while the plan keeps
@@ -57,7 +58,8 @@ class Compiled:
     """A plan function that replaces itself by its compiled form once that is ready.
 
     Called as the function is. The compiled code is used only in the grad mode it was compiled
-    for (a bound executor calls each of its functions in one mode)."""
+    for (a bound executor calls each of its functions in one mode). MXTORCH_COMPILE is read when
+    the object is made (at bind), so an uncompiled call costs one attribute test."""
 
     def __init__(self, fn, device, name):
         self.fn = fn
@@ -66,20 +68,19 @@ class Compiled:
         self.state = 'eager'        # 'eager' -> 'compiling' -> 'ready' | 'slower' | 'failed'
         self._compiled = None
         self._grad_mode = None
-        self._eligible = device.type == 'cpu'     # GPUs: not yet (CUDA graph capture is next)
+        # when to compile; GPUs: not yet (CUDA graph capture is next)
+        self._when = mode() if device.type == 'cpu' else None
 
     def __call__(self, *inputs):
         if self.state == 'ready' and torch.is_grad_enabled() == self._grad_mode:
             return self._compiled(*inputs)
-        if self.state == 'eager' and self._eligible:
-            when = mode()
-            if when == 'now':
+        if self.state == 'eager' and self._when is not None:
+            if self._when == 'now':
                 self._compile(_examples(inputs), torch.is_grad_enabled())
                 return self(*inputs)
-            if when == 'background':
-                self.calls += 1
-                if self.calls >= AUTO_AFTER:
-                    self._start(inputs)
+            self.calls += 1                      # 'background'
+            if self.calls >= AUTO_AFTER:
+                self._start(inputs)
         return self.fn(*inputs)
 
     def _start(self, inputs):
