@@ -522,17 +522,8 @@ def test_partial_or_dmlc_environments_fail_clearly(monkeypatch):
 def test_launch_runs_workers_through_torchrun(tmp_path):
     """`python -m mxtorch launch` (the CLI), in its own process group so that a stuck job is
     killed whole after JOB_LIMIT seconds."""
-    proc = subprocess.Popen(
-        [sys.executable, '-m', 'mxtorch', 'launch', '-n', '2', '--timeout', '7', WORKER,
-         str(tmp_path), 'ranks'], env=worker_env({}, TIMEOUT), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=JOB_LIMIT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        pytest.fail('mxtorch launch still running after %d s:\n%s' % (JOB_LIMIT, out))
-    assert proc.returncode == 0, out
+    returncode, out = _launch(tmp_path, ['ranks'], timeout=7, env_timeout=TIMEOUT)
+    assert returncode == 0, out
     reports = [json.load(open(tmp_path / ('ranks-rank%d.json' % r))) for r in range(2)]
     assert [(r['rank'], r['num_workers'], r['timeout']) for r in reports] == \
         [(0, 2, '7'), (1, 2, '7')]
@@ -544,22 +535,28 @@ def test_launch_runs_workers_through_torchrun(tmp_path):
                    'sum': [23.0, 23.0]} for name in ('dist_device_sync', 'dist_async', 'horovod')}
 
 
-def run_launch(outdir, *arguments, timeout):
+def _launch(outdir, arguments, timeout, env_timeout=None):
     """`mxtorch launch -n 2 --timeout T dist_worker.py OUTDIR *arguments`, in its own process
-    group; (exit status, output, seconds from the victim's failure to the job's end)."""
+    group (killed whole after JOB_LIMIT seconds); (exit status, output)."""
     proc = subprocess.Popen(
         [sys.executable, '-m', 'mxtorch', 'launch', '-n', '2', '--timeout', str(timeout), WORKER,
-         str(outdir), *arguments], env=worker_env({}, timeout), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+         str(outdir), *arguments], env=worker_env({}, env_timeout or timeout),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=JOB_LIMIT)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         pytest.fail('mxtorch launch still running after %d s:\n%s' % (JOB_LIMIT, out))
+    return proc.returncode, out
+
+
+def run_launch(outdir, *arguments, timeout):
+    """_launch, and the seconds from the victim's failure to the job's end."""
+    returncode, out = _launch(outdir, arguments, timeout)
     ended = time.time()
     with open(outdir / 'victim-time') as f:
-        return proc.returncode, out, ended - float(f.read())
+        return returncode, out, ended - float(f.read())
 
 
 def test_launch_reports_the_rank_that_died(tmp_path):
