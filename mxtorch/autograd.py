@@ -376,6 +376,38 @@ def _record_op(op, params, inputs, outputs):
         t._mx_entry = (rec, i)
 
 
+def _record_graph(graph, inputs, outputs, inline):
+    """Called for a hybridized block's call while recording: note on `outputs` (the tensors of
+    `graph`'s outputs, computed from `inputs`, the tensors of its arguments then auxiliary
+    states) either the graph's own operators (`inline`) or one cached-graph node, as MXNet
+    records a CachedOp."""
+    if not any(t.requires_grad for t in outputs):
+        return
+    if not inline:
+        from .ops.internal import cached_graph_op
+        rec = _Record(cached_graph_op(), {}, [_entry_of(t) for t in inputs])
+        for i, t in enumerate(outputs):
+            t._mx_entry = (rec, i)
+        return
+    from .symbol.graph import topo_order
+    names = graph.list_arguments() + graph.list_auxiliary_states()
+    by_name = dict(zip(names, inputs))
+    entries = {}
+    for node in topo_order(graph._entries):
+        if node.op is None:
+            entries[id(node)] = _entry_of(by_name[node.name])
+        else:
+            entries[id(node)] = _Record(node.op, node.params,
+                                        [_node_entry(entries, n, k) for n, k in node.inputs])
+    for t, (node, k) in zip(outputs, graph._entries):
+        t._mx_entry = _node_entry(entries, node, k)
+
+
+def _node_entry(entries, node, index):
+    item = entries[id(node)]
+    return item if node.op is None else (item, index)
+
+
 def get_symbol(x):
     """The recorded computation that produced `x`, as a Symbol (inputs that are marked
     variables are named var<i>, other inputs null<i>; operators node_<j>)."""

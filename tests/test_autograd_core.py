@@ -227,6 +227,28 @@ def test_get_symbol():
         ag.get_symbol(np.ones(2))
 
 
+def test_get_symbol_of_a_hybridized_call_inlines_small_graphs():
+    net = mx.gluon.nn.HybridSequential()
+    for _ in range(3):
+        net.add(mx.gluon.nn.Dense(4))
+    net.initialize()
+    x = nd.ones((1, 5))
+
+    def recorded_ops(**flags):
+        net.hybridize(**flags)
+        with ag.record():
+            y = net(x)
+        nodes = json.loads(ag.get_symbol(y).tojson())['nodes']
+        y.backward()
+        return [n['op'] for n in nodes if n['op'] != 'null'], len(nodes)
+
+    # MXNet 1.9.1: a graph of at most inline_limit operators is recorded operator by operator,
+    # a larger one (or any with static_alloc) as one _CachedOp node over data and 6 parameters
+    assert recorded_ops(inline_limit=3) == (['FullyConnected'] * 3, 10)
+    assert recorded_ops(inline_limit=2) == (['_CachedOp'], 8)
+    assert recorded_ops(inline_limit=3, static_alloc=True) == (['_CachedOp'], 8)
+
+
 def test_contrib_autograd():
     def f(a, b, mode):
         return a + b if mode else a * b

@@ -444,8 +444,9 @@ class _CachedGraph:
         self.bindings = {}            # input signature -> _Binding (the per-call fast path)
         # a graph with an operator whose output shape depends on values cannot be bound to a
         # static plan: it runs operator by operator (mx.nd.CachedOp), as MXNet's CachedOp does
-        self.imperative = CachedOp(out) if any(
-            n.op is not None and n.op.dynamic_shape for n in topo_order(out._entries)) else None
+        ops = [n.op for n in topo_order(out._entries) if n.op is not None]
+        self.imperative = CachedOp(out) if any(op.dynamic_shape for op in ops) else None
+        self.n_ops = len(ops)         # a recorded call inlines graphs of up to inline_limit
 
 
 class _Binding:
@@ -633,6 +634,10 @@ class HybridBlock(Block):
         with torch.set_grad_enabled(autograd.is_recording()):
             heads = binding.executor.run_on(tensors, autograd.is_training(), monitor=monitor,
                                             monitor_all=self._monitor_all)
+        if autograd.is_recording():
+            flags = dict(self._flags)
+            autograd._record_graph(cached.out, tensors, heads, not flags.get('static_alloc') and
+                                   cached.n_ops <= flags.get('inline_limit', 2))
         outs = [_wrap(h, ctx) for h in heads]
         return _regroup(outs, self._out_format)[0]
 

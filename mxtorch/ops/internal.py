@@ -14,7 +14,7 @@
 from ..base import MXNetError
 from .custom import _CUSTOM
 from .params import Bool, Str
-from .registry import OpDef, register
+from .registry import OpDef, get_op, register
 from .shapes import same_shape, same_type
 
 
@@ -100,3 +100,9 @@ for _name, _why in (
                             'mx.autograd.Function and call the instance instead')):
     register(OpDef(_name, _refuse(_name, _why), infer_shape=_refuse(_name, _why), doc=_why,
                    infer_type=_refuse(_name, _why), differentiable=False))
+
+
+def cached_graph_op():
+    """The operator MXNet records a hybridized block's call as (not inlined), in
+    mx.autograd.get_symbol's graph."""
+    return get_op('_CachedOp')
