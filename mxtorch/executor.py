@@ -31,6 +31,7 @@ from .symbol.graph import topo_order
 from .symbol.infer import infer_graph_shapes, infer_graph_types
 from .symbol import optimize
 from .plan import Plan
+from .executor_sparse import StorageTypes
 from .symbol.placement import place_nodes
 
 _GRAD_REQS = ('write', 'add', 'null')
@@ -94,24 +95,29 @@ class Executor:
         self._shapes = shapes
         self._group_devices = devices
         self._stepwise_parts = None
+        # sparse values (from sparse arguments, cast_storage, ...): their steps run the ops'
+        # sparse kernels; None for an all-dense graph, whose plan runs as it is
+        self._storage = StorageTypes.of(self._plan, arg_arrays + aux_arrays, self._grad_list,
+                                        ctx)
+        if self._storage is not None:
+            self._plan = self._storage.plan
         self._draws_random = any(step.op.random for step in self._plan.steps)
         device = ctx.torch_device
         forward_train, self._ns_train = self._plan.compile(True, device)
         forward_infer, self._ns_infer = self._plan.compile(False, device)
-        self._forward_train = Compiled(forward_train, device, 'train')
-        self._forward_infer = Compiled(forward_infer, device, 'infer')
+        compiled = Compiled if self._storage is None else _uncompiled
+        self._forward_train = compiled(forward_train, device, 'train')
+        self._forward_infer = compiled(forward_infer, device, 'infer')
         self._fast_infer = None
         head_ctx = [placement.get(id(n), ctx) for n, _ in self._optimized._entries]
         self.outputs = out_arrays or [
             _wrap(lazy_zeros(shapes[(id(n), k)], torch_dtype(t), c.torch_device), c)
             for (n, k), t, c in zip(symbol._entries, out_types, head_ctx)]
-        from .ndarray.sparse import sparse_outputs      # outputs MXNet stores sparse
-        self.outputs = sparse_outputs(symbol, self._arg_nodes, arg_arrays, self.outputs)
-        from .ndarray.sparse import sparse_output_plan
-        self._sparse_plan = sparse_output_plan(symbol, self.outputs)
+        if self._storage is not None:           # outputs MXNet stores sparse
+            self.outputs = self._storage.outputs(self.outputs)
         self._leaf_positions = [i for i, (req, g) in enumerate(zip(grad_reqs, self._grad_list))
                                 if req != 'null' and g is not None
-                                and self.arg_arrays[i]._tensor.dtype.is_floating_point]
+                                and _value_dtype(self.arg_arrays[i]).is_floating_point]
         self._head_kinds = [n.op.head_grad(n.params) if n.op is not None else 'required'
                             for n, _ in symbol._entries]
         self._check_differentiable()
@@ -180,7 +186,9 @@ class Executor:
         if self._fast_infer is None:
             from . import fusion
             device = self._ctx.torch_device
-            if fusion.enabled():     # its steps keep state between calls: not for the tracer
+            if self._storage is not None:        # (sparse values: no rewrites, no tracer)
+                self._fast_infer = self._forward_infer
+            elif fusion.enabled():   # its steps keep state between calls: not for the tracer
                 plan = fusion.optimize_for_inference(self._plan)
                 self._fast_infer = plan.compile(False, device)[0]
             else:
@@ -241,6 +249,9 @@ class Executor:
                 dst._tensor.copy_(src)
 
     def _inputs(self, with_grad):
+        if self._storage is not None:
+            return self._storage.inputs(self.arg_arrays + self.aux_arrays,
+                                        self._leaf_positions if with_grad else (), self._leaf)
         tensors = [a._tensor for a in self.arg_arrays] + [a._tensor for a in self.aux_arrays]
         if with_grad:
             for i in self._leaf_positions:
@@ -277,11 +288,15 @@ class Executor:
             fn = self._forward_infer if with_grad else self._inference()
         with torch.set_grad_enabled(with_grad):
             heads, stats, losses = fn(*inputs)
+        values = heads
+        if self._storage is not None:          # autograd sees the dense forms
+            heads, losses = self._storage.dense(heads), self._storage.dense_losses(losses)
+            inputs = self._storage.leaf_tensors(inputs)
         self._last = {'train': is_train, 'heads': heads if with_grad else None,
                       'leaves': [inputs[i] for i in self._leaf_positions] if with_grad else None,
                       'losses': losses if with_grad else None,
                       'stats': stats if is_train else None, 'rng': rng, 'plan': plan}
-        return heads
+        return values
 
     def forward(self, is_train=False, **kwargs):
         """Compute the outputs; with is_train, Dropout is active and BatchNorm uses batch stats."""
@@ -307,13 +322,12 @@ class Executor:
                 err = MXNetError(str(err))
             engine.mark(engine.defer(err), [o._tensor for o in self.outputs])
             return self.outputs
+        if self._storage is not None:
+            self._storage.store(self.outputs, heads)
+            return self.outputs
         with torch.no_grad():
             for out, value in zip(self.outputs, heads):
                 out._tensor.copy_(value)
-        if self._sparse_plan is not None:        # stored rows/elements as MXNet's kernels
-            from .ndarray.sparse import run_sparse_outputs
-            run_sparse_outputs(self._sparse_plan, self._symbol, self._arg_nodes, self.arg_arrays,
-                               self._aux_nodes, self.aux_arrays, self.outputs, bool(is_train))
         return self.outputs
 
     def run_on(self, tensors, is_train, monitor=None, monitor_all=False):
@@ -323,6 +337,8 @@ class Executor:
         imperative operators do. `monitor(name, NDArray)`: called as set_monitor_callback's
         callback is, for this run only. Returns the output tensors."""
         fn = self._forward_train if is_train else self._forward_infer
+        if self._storage is not None:     # sparse inputs given as their dense tensors
+            tensors = self._storage.from_tensors(tensors)
         if monitor is not None:           # a Gluon op hook: run step by step, reporting
             saved, self._monitor = (self._monitor, self._monitor_all), monitor
             self._monitor_all = monitor_all
@@ -334,6 +350,8 @@ class Executor:
         else:
             plan = self._plan
             heads, stats, _ = fn(*tensors)
+        if self._storage is not None:
+            heads = self._storage.dense(heads)
         if is_train and stats:
             aux = tensors[len(self.arg_arrays):]
             with torch.no_grad():
@@ -481,7 +499,8 @@ class Executor:
         self._monitor_all = monitor_all
 
     def _report(self, name, tensor):
-        handle = ArrayHandle(_wrap(tensor.detach(), self._ctx))
+        handle = ArrayHandle(tensor.detach() if isinstance(tensor, NDArray)   # (a sparse value)
+                             else _wrap(tensor.detach(), self._ctx))
         try:
             self._monitor(name, handle)
         finally:
@@ -495,7 +514,7 @@ class Executor:
         grads = [None] * n_args
         shapes = [tuple(a.shape) for a in args[:n_args]]
         for i, value in enumerate(args[:n_args]):
-            if not value.is_floating_point():
+            if isinstance(value, NDArray) or not value.is_floating_point():   # (NDArray: sparse)
                 continue
             if value.requires_grad:
                 alias = value.view_as(value)
@@ -552,6 +571,8 @@ class Executor:
                 symbol = optimize.mxnet_passes(self._symbol, shapes)
                 plan = Plan.from_symbol(symbol, self._arg_nodes, self._aux_nodes, shapes,
                                         self._group_devices)
+                if self._storage is not None:
+                    plan = self._storage.rewrap(plan)
                 device = self._ctx.torch_device
                 self._stepwise_parts = (plan, plan.compile(True, device)[1],
                                         plan.compile(False, device)[1])
@@ -601,9 +622,12 @@ class Executor:
             slot.run = self._runs
             self._latest = slot
             values = self._partial
-            with torch.no_grad():
-                for out, name in zip(self.outputs, plan.heads):
-                    out._tensor.copy_(values[name])
+            if self._storage is not None:
+                self._storage.store(self.outputs, [values[name] for name in plan.heads])
+            else:
+                with torch.no_grad():
+                    for out, name in zip(self.outputs, plan.heads):
+                        out._tensor.copy_(values[name])
             self._last = {'train': is_train, 'heads': None, 'leaves': None, 'losses': None,
                           'stats': tuple(tuple(values[o] for o in s.outputs)
                                          for s in plan.stat_steps) if is_train else None,
@@ -667,7 +691,7 @@ class Executor:
                        out_types, self._group2ctx, owns_grads=self._owns_grads)
         for i, ((node, k), old) in enumerate(zip(self._symbol._entries, self.outputs)):
             shape = shapes[(id(node), k)]
-            if prod(shape) <= old.size:
+            if old.stype == 'default' and prod(shape) <= old.size:
                 new.outputs[i] = _wrap(_view_of(old._tensor, shape), self._ctx)
         new._monitor, new._monitor_all = self._monitor, self._monitor_all
         return new
@@ -726,6 +750,16 @@ def _zeros_like(arr):
     """Zeros of `arr`'s shape, dtype, context and storage type."""
     from .ndarray import zeros
     return zeros(arr.shape, ctx=arr.context, dtype=arr.dtype, stype=arr.stype)
+
+
+def _value_dtype(arr):
+    """The torch dtype of an array (a sparse one's without building its dense form)."""
+    return getattr(arr, '_dtype', None) or arr._tensor.dtype
+
+
+def _uncompiled(fn, device, name):
+    """A plan function left as it is (sparse values are no tensors for the compiler)."""
+    return fn
 
 
 def _rng_state(device):

@@ -19,3 +19,51 @@ def test_contrib_io_dataloaderiter_pads_last_batch():
     np.testing.assert_array_equal(batches[1].label[0].asnumpy(), y[4:8])
     it.reset()
     assert len(list(it)) == 3
+
+
+def test_contrib_text_vocabulary_and_counting():
+    from mxtorch.contrib import text
+    counter = text.utils.count_tokens_from_str(' Life is great ! \n life is good . \n',
+                                               ' ', '\n', True)
+    assert counter == {'life': 2, 'is': 2, 'great': 1, '!': 1, 'good': 1, '.': 1}
+    vocab = text.vocab.Vocabulary(counter, reserved_tokens=['<pad>'])
+    # unknown, reserved, then by decreasing count with ties in token order (MXNet 1.9.1's order)
+    assert vocab.idx_to_token == ['<unk>', '<pad>', 'is', 'life', '!', '.', 'good', 'great']
+    assert vocab.to_indices(['is', 'zz']) == [2, 0] and vocab.to_indices('life') == 3
+    assert vocab.to_tokens([1, 2]) == ['<pad>', 'is'] and vocab.to_tokens(7) == 'great'
+    small = text.vocab.Vocabulary(counter, most_freq_count=2, min_freq=2)
+    assert small.idx_to_token == ['<unk>', 'is', 'life']
+
+
+def test_contrib_text_custom_and_composite_embedding(tmp_path):
+    from mxtorch.contrib import text
+    path = tmp_path / 'emb.txt'
+    path.write_text('life 1 2\nis 3 4\n<unk> 9 9\n')
+    vocab = text.vocab.Vocabulary(text.utils.count_tokens_from_str('is life is new'))
+    emb = text.embedding.CustomEmbedding(str(path), vocabulary=vocab)
+    assert emb.idx_to_token == ['<unk>', 'is', 'life', 'new']
+    np.testing.assert_array_equal(emb.idx_to_vec.asnumpy(), [[9, 9], [3, 4], [1, 2], [9, 9]])
+    np.testing.assert_array_equal(emb.get_vecs_by_tokens('is').asnumpy(), [3, 4])
+    emb.update_token_vectors('new', mx.nd.array([5, 6]))
+    np.testing.assert_array_equal(emb.get_vecs_by_tokens(['new']).asnumpy(), [[5, 6]])
+    both = text.embedding.CompositeEmbedding(vocab, [emb, emb])
+    assert both.idx_to_vec.shape == (4, 4)
+    assert set(text.embedding.get_pretrained_file_names()) == {'glove', 'fasttext'}
+
+
+def test_wikitext_rows_of_token_ids(tmp_path, monkeypatch):
+    from mxtorch.gluon.contrib.data import text as wt
+    monkeypatch.setattr(wt, 'check_sha1', lambda *a, **k: True)
+    (tmp_path / 'wiki.train.tokens').write_text(' \n = A = \n b c b \n d b \n')
+    train = wt.WikiText2(str(tmp_path), 'train', seq_len=3)
+    vocab = train.vocabulary
+    # tokens: = A = <eos> b c b <eos> d b <eos>  ->  10 (data, label) pairs, 3 rows of 3
+    assert vocab.idx_to_token[:4] == ['<unk>', '<eos>', 'b', '=']
+    assert len(train) == 3
+    data, label = train[1]
+    assert vocab.to_tokens(data.asnumpy().tolist()) == ['<eos>', 'b', 'c']
+    assert vocab.to_tokens(label.asnumpy().tolist()) == ['b', 'c', 'b']
+    assert data.dtype == np.int32
+    loader = gluon.data.DataLoader(train, batch_size=2, last_batch='discard',
+                                   sampler=gluon.contrib.data.IntervalSampler(3, 1))
+    assert next(iter(loader))[0].shape == (2, 3)

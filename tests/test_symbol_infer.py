@@ -1,6 +1,7 @@
 """Partial shape inference as MXNet 1.9.1 reports it: 0 marks an unknown dim and () an unknown
 shape by default; under mx.np_shape() an unknown dim is -1 and an unknown shape None. Expected
 values were read from MXNet 1.9.1."""
+import numpy as np
 import pytest
 
 import mxtorch as mx
@@ -82,3 +83,21 @@ def test_identity_with_attr_like_rhs_values_and_gradients():
     assert (b.grad.asnumpy() == 0).all()
     with pytest.raises(mx.MXNetError, match='rhs'):
         mx.nd._internal._identity_with_attr_like_rhs(a, mx.nd.ones((3, 3)))
+
+
+def test_np_shape_bind_gives_zero_size_outputs():
+    # under mx.np_shape() a 0 dim of a bound array is a real size (MXNet 1.9.1's results)
+    x = mx.sym.var('x')
+    with mx.np_shape(True):
+        exe = (mx.sym.relu(x) + 1).bind(mx.cpu(), {'x': mx.nd.ones((0, 3))},
+                                        args_grad={'x': mx.nd.ones((0, 3))})
+        exe.forward(is_train=True)
+        exe.backward(mx.nd.ones((0, 3)))
+        assert exe.outputs[0].shape == (0, 3) and exe.grad_arrays[0].shape == (0, 3)
+        exe = mx.sym.contrib.index_array(x).bind(mx.cpu(), {'x': mx.nd.ones(())})
+        exe.forward()
+        assert exe.outputs[0].shape == (0,) and exe.outputs[0].dtype == np.int64
+        z = mx.sym.sum(mx.sym.contrib.index_array(x), axis=0)      # zero-size inside the graph
+        exe = z.bind(mx.cpu(), {'x': mx.nd.ones((0, 4))})
+        exe.forward()
+        assert exe.outputs[0].asnumpy().tolist() == [[0, 0]] * 4

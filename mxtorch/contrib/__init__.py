@@ -6,13 +6,15 @@ under `<name>`. They are also importable as `mxtorch.contrib.ndarray` etc.
 `mx.contrib.autograd` is MXNet's first autograd interface (train_section, grad_and_loss).
 `mx.contrib.onnx` imports and exports ONNX models, `mx.contrib.tensorboard` logs metrics to
 TensorBoard, `mx.contrib.torch.to_torch` makes a Symbol a torch.nn.Module.
-`mx.contrib.io.DataLoaderIter` makes a Gluon DataLoader a DataIter.
+`mx.contrib.io.DataLoaderIter` makes a Gluon DataLoader a DataIter; `mx.contrib.text` counts,
+indexes (Vocabulary) and embeds tokens.
 `mx.contrib.quantization` (`mx.contrib.quant`) makes int8 models from float32 ones.
 """
 import sys
 
 from . import autograd
 from . import io
+from . import text
 from . import quantization
 from . import quantization as quant
 from . import onnx, tensorboard, torch  # noqa: F401 (optional packages imported on use)

@@ -132,10 +132,10 @@ def _index_array_axes(p, ndim):
 
 def _index_array(p, data):
     axes = _index_array_axes(p, data.dim())
+    if data.dim() == 0:
+        return torch.zeros((0,), dtype=torch.int64, device=data.device)
     grids = torch.meshgrid(*[torch.arange(n, device=data.device) for n in data.shape],
                            indexing='ij')
-    if not grids:
-        return torch.zeros((0,), dtype=torch.int64, device=data.device)
     return torch.stack([grids[a] for a in axes], -1)
 
 

@@ -131,6 +131,25 @@ def infer_graph_shapes(order, given, types=None):
     return table.values
 
 
+def complete_zero_size_shapes(order, shapes, types):
+    """Under NumPy-shape semantics a 0 dim is a real size, which inference (where 0 means
+    unknown) cannot tell: with every variable's shape given (a bind), each entry left partial
+    gets its exact shape by running its operator on meta tensors of its inputs' shapes.
+    Updates and returns `shapes`."""
+    for node in order:
+        if node.op is None or all(known(shapes.get((id(node), k)))
+                                  for k in range(node.num_outputs())):
+            continue
+        ins = [shapes.get((id(n), k)) for n, k in node.inputs]
+        if any(s is None for s in ins):
+            continue
+        in_types = [types.get((id(n), k)) for n, k in node.inputs]
+        out_shapes, _ = _meta_outputs(node, ins, in_types)
+        for k, shape in enumerate(out_shapes):
+            shapes[(id(node), k)] = shape
+    return shapes
+
+
 def infer_graph_types(order, given):
     """{(id(node), index): dtype or None}; `given` maps id(variable) -> dtype."""
     table = _Table(_merge_type)
