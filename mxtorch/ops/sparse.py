@@ -7,6 +7,8 @@ where MXNet's result keeps rows or elements a dense computation cannot tell apar
 (row_sparse sums keep the union of their inputs' rows, retain keeps the requested stored rows).
 The rules mirror what MXNet 1.9.1 reports for each combination on CPU.
 """
+import contextlib
+import threading
 import warnings
 
 import torch
@@ -221,31 +223,83 @@ def _csr_columns(p, inputs):
 def _csr_dense_dot(other):
     """dot(csr, dense) with a dense result: a sparse matrix product on the csr array's parts
     (its dense form unbuilt), recorded by autograd for the dense operand's gradient; other
-    combinations go to `other`."""
+    combinations go to `other` (in a bound graph keeping gradients: to the dense kernel)."""
     def kernel(op, p, inputs, out_stypes):
         a, b = inputs
-        if a.stype != C or b.stype != D or out_stypes != [D] or p.transpose_a or \
+        if a.stype != C or b.stype not in (D, R) or out_stypes != [D] or p.transpose_a or \
                 p.transpose_b or p.forward_stype is not None or a.dtype != b.dtype or \
                 not b._tensor.dtype.is_floating_point or b.ndim != 2 or \
                 a._grad is not None or (a._dense is not None and a._dense.requires_grad):
-            return other(op, p, inputs, out_stypes)
+            return None if getattr(_GRAPH, 'grad', None) else other(op, p, inputs, out_stypes)
         from ..ndarray.ndarray import _wrap
         data, indptr, idx = a._get_parts()
         w = b._tensor
-        with warnings.catch_warnings():      # torch's "csr support is in beta" notice
-            warnings.simplefilter('ignore')
-            csr = torch.sparse_csr_tensor(indptr.long().to(w.device), idx.long().to(w.device),
-                                          data.to(w.device), a.shape, check_invariants=False)
         with torch.set_grad_enabled(_recording()):
-            return [_wrap(torch.sparse.mm(csr, w), b.context)]
+            if w.requires_grad and id(w) in getattr(_GRAPH, 'row_grads', ()):
+                return [_wrap(_CsrDotRows.apply(w, data, indptr, idx, a.shape), b.context)]
+            return [_wrap(torch.sparse.mm(_torch_csr(data, indptr, idx, a.shape, w), w),
+                          b.context)]
     kernel.declines_dense = other.declines_dense
+    kernel.differentiable = True
     return kernel
+
+
+def _torch_csr(data, indptr, idx, shape, like):
+    with warnings.catch_warnings():      # torch's "csr support is in beta" notice
+        warnings.simplefilter('ignore')
+        return torch.sparse_csr_tensor(indptr.long().to(like.device), idx.long().to(like.device),
+                                       data.to(like.device), shape, check_invariants=False)
+
+
+class _CsrDotRows(torch.autograd.Function):
+    """csr x w, whose gradient of w is a sparse COO tensor of the rows the csr array's stored
+    columns name (each once, stored zeros included), computed from the stored elements only."""
+
+    @staticmethod
+    def forward(ctx, w, data, indptr, idx, shape):
+        ctx.save_for_backward(data, indptr, idx)
+        ctx.w_shape = tuple(w.shape)
+        return torch.sparse.mm(_torch_csr(data, indptr, idx, shape, w), w)
+
+    @staticmethod
+    def backward(ctx, grad):
+        data, indptr, idx = ctx.saved_tensors
+        device = grad.device
+        idx = idx.long().to(device)
+        rows, where = torch.unique(idx, return_inverse=True)
+        owner = torch.repeat_interleave(torch.arange(len(indptr) - 1, device=device),
+                                        (indptr[1:] - indptr[:-1]).long().to(device))
+        values = torch.zeros((len(rows), grad.shape[1]), dtype=grad.dtype, device=device)
+        values.index_add_(0, where, data.to(device, grad.dtype).reshape(-1, 1) * grad[owner])
+        g = torch.sparse_coo_tensor(rows.reshape(1, -1), values, ctx.w_shape,
+                                    check_invariants=False, is_coalesced=True)
+        return g, None, None, None, None
 
 
 _rows_union = _structured(rows=_union_rows, mask=_union_mask)
 
 
+_GRAPH = threading.local()     # .grad: set while a bound graph's step runs a kernel
+
+
+@contextlib.contextmanager
+def bound_graph(grad, row_grads=()):
+    """A bound executor's step running a kernel: torch's grad mode there (`grad`), not
+    mx.autograd's recording, decides whether kernels keep the graph; the leaves whose ids are
+    in `row_grads` (arguments with row_sparse gradient arrays) get their gradients from
+    dot(csr, dense) as sparse rows, the csr operand's stored columns, as MXNet's backward."""
+    saved = getattr(_GRAPH, 'grad', None), getattr(_GRAPH, 'row_grads', ())
+    _GRAPH.grad, _GRAPH.row_grads = grad, row_grads
+    try:
+        yield
+    finally:
+        _GRAPH.grad, _GRAPH.row_grads = saved
+
+
 def _recording():
+    grad = getattr(_GRAPH, 'grad', None)
+    if grad is not None:
+        return grad
     from .. import autograd
     return autograd.is_recording()
 
@@ -336,7 +390,7 @@ register(OpDef('_square_sum', _square_sum_fwd,
                params={'axis': Shape(None), 'keepdims': Bool(False), 'exclude': Bool(False)}))
 
 _set(['_sparse_retain'], lambda p, st: [R] if st[0] == R else None, _retain_sparse)
-_set(['_square_sum'], _square_sum)
+_set(['_square_sum'], _square_sum, _structured(rows=lambda p, xs: _stored_rows(xs[0])))
 
 _set(['_scatter_plus_scalar', '_scatter_minus_scalar'], _keep_first, _on_stored)
 _set(['_scatter_elemwise_div'], _scatter_div_rule, _scatter_div)

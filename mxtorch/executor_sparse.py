@@ -1,0 +1,218 @@
+"""Sparse values in a bound graph: the storage type of every value, decided at bind, and the
+steps that run operators' sparse kernels on them, as the imperative calls do.
+
+At bind, the operators' storage-type rules (ops/sparse.py, `infer_storage`) run over the plan
+from the bound arguments' storage types. A graph whose values are all dense keeps its plan
+untouched (nothing here costs it anything per step). Otherwise `StorageTypes` wraps the plan:
+a sparse argument enters the generated function as its sparse array (its compressed parts; its
+dense form is built only where a dense kernel reads it), and each step with a sparse input or
+output runs as `invoke_with_storage` would: the operator's sparse kernel where it has one for
+these storage types, else its dense kernel on the dense forms, the outputs in the storage types
+the rules inferred. Dense values stay torch tensors.
+
+Gradients: torch's grad mode (what the executor asks for), not mx.autograd's recording, decides
+whether a kernel keeps the graph. A kernel that cannot keep it (`differentiable` not set) runs
+without gradients for the stored structure while the dense kernel computes the values. An
+argument whose gradient array is row_sparse gets, from dot(csr, dense) kernels, its gradient as
+the rows MXNet's backward stores (the csr operand's stored columns).
+"""
+import torch
+
+from .base import MXNetError
+from .ndarray.ndarray import NDArray, _wrap
+from .ndarray.sparse import (BaseSparseNDArray, _dense_to_parts, _new, assign,
+                             from_dense_tensor, zeros)
+from .ops import sparse as sparse_ops
+from .plan import Plan, Step
+
+D = 'default'
+
+
+def value_stypes(plan, input_stypes):
+    """{value name: storage type} over the plan, from the inputs' storage types (the ops'
+    rules; an operator without rules, or whose rule gives None, falls back to dense)."""
+    stypes = dict(zip(plan.input_names, input_stypes))
+    for step in plan.steps:
+        in_st = [stypes[n] for n in step.inputs]
+        rule = step.op.infer_storage
+        out = None
+        if rule is not None:
+            try:
+                out = rule(step.params, in_st)
+            except MXNetError as err:
+                raise MXNetError('Error in operator %s: %s' % (step.node.name, err)) from None
+        for k, name in enumerate(step.outputs):
+            stypes[name] = out[k] if out is not None and k < len(out) else D
+    return stypes
+
+
+def _dense(x):
+    """The dense tensor of a value (a sparse array's dense form)."""
+    return x._tensor if isinstance(x, NDArray) else x
+
+
+def _needs_grad(x):
+    if isinstance(x, BaseSparseNDArray):
+        d = x._dense
+        return d is not None and not x._dense_stale and d.requires_grad
+    return isinstance(x, torch.Tensor) and x.requires_grad
+
+
+def _as_stype(r, stype, ctx):
+    """Kernel result `r` (an NDArray) as the value of storage `stype` a step passes on."""
+    if stype == D:
+        return r._tensor
+    if getattr(r, '_stype', None) == stype:
+        return r
+    return from_dense_tensor(stype, r._tensor, ctx)
+
+
+def _run_step(op, p, fn, kernel, xs, out_stypes, ctx, row_grads):
+    """One step on values of any storage type (see the module's docstring)."""
+    grad = torch.is_grad_enabled() and any(_needs_grad(x) for x in xs)
+    if kernel is not None and (not grad or getattr(kernel, 'differentiable', False)):
+        arrays = [x if isinstance(x, NDArray) else _wrap(x, ctx) for x in xs]
+        with sparse_ops.bound_graph(grad, row_grads):
+            res = kernel(op, p, arrays, list(out_stypes))
+        if res is not None:
+            outs = tuple(_as_stype(r, s, ctx) for r, s in zip(res, out_stypes))
+            return outs if len(outs) > 1 else outs[0]
+    dense = fn(*[_dense(x) for x in xs])
+    if all(s == D for s in out_stypes):
+        return dense
+    results = dense if isinstance(dense, tuple) else (dense,)
+    structure = None
+    if kernel is not None and grad:       # the stored structure, the values keep the graph
+        with torch.no_grad():
+            arrays = [x if isinstance(x, NDArray) else _wrap(x.detach(), ctx) for x in xs]
+            structure = kernel(op, p, arrays, list(out_stypes))
+    outs = []
+    for k, (t, s) in enumerate(zip(results, out_stypes)):
+        if s == D:
+            outs.append(t)
+        elif structure is not None and getattr(structure[k], '_stype', None) == s:
+            outs.append(_new(s, tuple(t.shape), ctx, parts=structure[k]._get_parts(),
+                             dense=t if t.requires_grad else None))
+        else:
+            outs.append(from_dense_tensor(s, t, ctx))
+    outs = tuple(outs) + tuple(results[len(outs):])
+    return outs if len(outs) > 1 else outs[0]
+
+
+def _storage_step(step, in_stypes, out_stypes, ctx, row_grads):
+    """`step` running on values of these storage types."""
+    op, p, make = step.op, step.params, step.make_fn
+    kernel = op.sparse_forward
+    if kernel is not None and len(step.outputs) != op.num_visible_outputs(p):
+        kernel = None            # (hidden outputs: only the dense kernel gives them)
+    out_stypes = tuple(out_stypes)
+
+    def make_fn(train, device):
+        fn = make(train, device)
+        return lambda *xs: _run_step(op, p, fn, kernel, xs, out_stypes, ctx, row_grads)
+    new = Step(step.node, step.inputs, step.outputs, step.fn_name, make_fn, step.aux_positions,
+               step.kind if step.fused else None)
+    return new
+
+
+class StorageTypes:
+    """A bound graph's storage types and its plan with storage-aware steps (see `of`)."""
+
+    def __init__(self, plan, stypes, input_stypes, ctx, row_grad_positions):
+        self.stypes = stypes
+        self.input_stypes = input_stypes
+        self.heads = [stypes[h] for h in plan.heads]
+        self.sparse_inputs = [i for i, s in enumerate(input_stypes) if s != D]
+        self.sparse_set = set(self.sparse_inputs)
+        self.row_grad_positions = set(row_grad_positions)
+        self.ctx = ctx
+        self.row_grads = set()        # ids of the leaves whose gradients are stored as rows
+        self.plan = self.wrap(plan, ctx)
+
+    @classmethod
+    def of(cls, plan, arrays, grad_arrays, ctx):
+        """None when every value of `plan` is dense (it runs as it is), else the storage types
+        of `arrays` (arguments, then auxiliary states) carried through it."""
+        input_stypes = [getattr(a, '_stype', None) or D for a in arrays]
+        stypes = value_stypes(plan, input_stypes)
+        if all(s == D for s in stypes.values()):
+            return None
+        rows = [i for i, g in enumerate(grad_arrays)
+                if g is not None and getattr(g, '_stype', None) == 'row_sparse']
+        return cls(plan, stypes, input_stypes, ctx, rows)
+
+    def rewrap(self, plan):
+        """Another plan of the same graph (step by step) made storage-aware."""
+        return self.wrap(plan, self.ctx, value_stypes(plan, self.input_stypes))
+
+    def wrap(self, plan, ctx, stypes=None):
+        """`plan` with its steps that see a sparse value running storage-aware."""
+        stypes = stypes or self.stypes
+        new = {}
+        for step in plan.steps:
+            in_st = [stypes.get(n, D) for n in step.inputs]
+            out_st = [stypes.get(n, D) for n in step.outputs]
+            if any(s != D for s in in_st + out_st):
+                new[id(step)] = _storage_step(step, in_st, out_st, ctx, self.row_grads)
+        steps = [new.get(id(s), s) for s in plan.steps]
+        return Plan(plan.input_names, steps, plan.heads,
+                    [new.get(id(s), s) for s in plan.stat_steps],
+                    [new.get(id(s), s) for s in plan.loss_steps])
+
+    # ---- the executor's side ---------------------------------------------------------------
+    def inputs(self, arrays, leaf_positions, leaf):
+        """The values the plan runs on, from `arrays` (arguments, then auxiliary states): dense
+        tensors, and the sparse arrays themselves (their dense forms unbuilt); at
+        `leaf_positions`, autograd leaves (`leaf(i, tensor)`), a sparse argument's as the dense
+        form of a sparse array over its parts."""
+        sparse = self.sparse_set
+        values = [a if i in sparse else a._tensor for i, a in enumerate(arrays)]
+        self.row_grads.clear()
+        for i in leaf_positions:
+            arr = arrays[i]
+            lf = leaf(i, arr._tensor)
+            if i in sparse:
+                values[i] = _new(arr._stype, arr.shape, arr._ctx, parts=arr._get_parts(),
+                                 dense=lf)
+            else:
+                values[i] = lf
+            if i in self.row_grad_positions:
+                self.row_grads.add(id(lf))
+        return values
+
+    def from_tensors(self, tensors):
+        """Values from dense tensors (a caller that holds no arrays): the sparse inputs' arrays
+        made from their non-zeros (their tensors stay their dense forms, gradients included)."""
+        values = list(tensors)
+        for i in self.sparse_inputs:
+            t, stype = values[i], self.input_stypes[i]
+            values[i] = _new(stype, tuple(t.shape), self.ctx,
+                             parts=_dense_to_parts(stype, t.detach()), dense=t)
+        return values
+
+    def outputs(self, outputs):
+        """The executor's output arrays, sparse where a head's storage type is."""
+        return [zeros(s, o.shape, ctx=o.context, dtype=o.dtype)
+                if s != D and o.stype == D else o for o, s in zip(outputs, self.heads)]
+
+    @staticmethod
+    def dense(values):
+        return tuple(_dense(v) for v in values)
+
+    @staticmethod
+    def dense_losses(losses):
+        return tuple(tuple(_dense(v) for v in values) for values in losses)
+
+    @staticmethod
+    def leaf_tensors(values):
+        return [v._dense if isinstance(v, BaseSparseNDArray) else v for v in values]
+
+    @staticmethod
+    def store(outputs, values):
+        """Copy head values into the output arrays (a sparse one takes the stored parts)."""
+        with torch.no_grad():
+            for out, value in zip(outputs, values):
+                if isinstance(value, NDArray) or out.stype != D:
+                    assign(out, value if isinstance(value, NDArray) else _wrap(value, out._ctx))
+                else:
+                    out._tensor.copy_(value)
