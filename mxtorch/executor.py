@@ -28,11 +28,12 @@ from .ndarray.ndarray import NDArray, _wrap
 from .ndarray.alloc import zeros as lazy_zeros
 from .ops.shapes import first, known, prod
 from .symbol.graph import topo_order
-from .symbol.infer import infer_graph_shapes, infer_graph_types
+from .symbol.infer import complete_zero_size_shapes, infer_graph_shapes, infer_graph_types
 from .symbol import optimize
 from .plan import Plan
 from .executor_sparse import StorageTypes
 from .symbol.placement import place_nodes
+from .util import is_np_shape
 
 _GRAD_REQS = ('write', 'add', 'null')
 
@@ -906,10 +907,12 @@ def _infer_for_bind(symbol, arg_nodes, aux_nodes, arg_arrays, aux_arrays):
                              % (node.name, arr.shape, inferred))
     type_table = infer_graph_types(order, {id(n): np_dtype(a._tensor.dtype) for n, a in
                                            zip(arg_nodes + aux_nodes, arg_arrays + aux_arrays)})
+    if is_np_shape():
+        shapes = complete_zero_size_shapes(order, shapes, type_table)
     out_types = []
     for node, k in symbol._entries:
         shape = shapes.get((id(node), k))
-        if not known(shape):
+        if not known(shape) and not (is_np_shape() and shape is not None):
             raise MXNetError('bind: cannot infer the shape of output %s (got %s)'
                              % (node.output_names()[k] if node.op else node.name, shape))
         out_types.append(first(type_table.get((id(node), k)), np_dtype('float32')))
