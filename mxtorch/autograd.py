@@ -258,7 +258,11 @@ def _leaf_grads(tensors, grads, leaves, retain_graph, train):
         t.grad = None
     try:
         with _RecordingStateScope(False, train), torch.enable_grad():
-            torch.autograd.backward(tensors, grads, retain_graph=retain_graph, inputs=leaves)
+            if _ENGINE is None:
+                torch.autograd.backward(tensors, grads, retain_graph=retain_graph, inputs=leaves)
+            else:       # the engine torch.autograd.backward calls, after the checks
+                _ENGINE.run_backward(tuple(tensors), tuple(grads), retain_graph, False,
+                                     tuple(leaves), True, True)
     except RuntimeError as err:
         raise MXNetError('autograd: %s' % err) from None
     finally:
@@ -269,6 +273,10 @@ def _leaf_grads(tensors, grads, leaves, retain_graph, train):
 
 
 _storage_use_count = getattr(torch._C, '_storage_Use_Count', None)
+# torch's autograd engine: the heads and head gradients are checked by _parse_heads (each head
+# gradient has its head's shape, dtype and device), so backward calls it without
+# torch.autograd.backward's Python-side re-validation
+_ENGINE = getattr(torch.autograd.Variable, '_execution_engine', None)
 
 
 def _adoptable(g, target):

@@ -266,6 +266,8 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _update(self, ignore_stale_grad=False):
+        if not ignore_stale_grad and self._repeat_update():
+            return
         updates = [[] for _ in self._updaters]
         for i, param in enumerate(self._params):
             if param.grad_req == 'null':
@@ -292,6 +294,7 @@ class Trainer:
                 for arr in _values(param):
                     arr._fresh_grad = False
             return
+        repeat = []                      # (updater, plan, key): each device's planned update
         for k, (updater, upd) in enumerate(zip(self._updaters, updates)):
             if upd:
                 idx, grads, weights = zip(*upd)
@@ -299,10 +302,29 @@ class Trainer:
                 plan = self._update_plans.get(k)
                 if plan is not None and plan.planned and plan.holds(updater, key):
                     plan()                       # the same parameters as last time: planned
+                    repeat.append((updater, plan, key))
                     continue
+                repeat = None
                 updater(list(idx), list(grads), list(weights))
                 self._update_plans[k] = UpdatePlan.make(
                     updater, [[w] for w in weights], [[g] for g in grads], list(idx), 1, key)
+        if repeat and not ignore_stale_grad:
+            self._repeat = _RepeatUpdate(self._params, repeat)
+
+    def _repeat_update(self):
+        """The last step's planned update again, when it may be: the same Parameters with the
+        same value and gradient arrays, every gradient fresh, no kvstore update, the same
+        updaters, optimizer and states. False (nothing done) otherwise: _update's general path
+        then decides, warns or raises."""
+        repeat = getattr(self, '_repeat', None)
+        if repeat is None or (self._kvstore and self._update_on_kvstore) or \
+                not repeat.valid():
+            return False
+        for arr in repeat.arrays:
+            arr._fresh = False
+        for _, plan, _ in repeat.plans:
+            plan()
+        return True
 
     def save_states(self, fname):
         """Write the optimizer states (and the optimizer) to `fname`."""
@@ -332,3 +354,25 @@ class Trainer:
         self._optimizer.param_dict = {i: param for i, param in enumerate(self._params)}
 
 
+class _RepeatUpdate:
+    """What a Trainer's planned update reads (Trainer._repeat_update): each Parameter with
+    the value and gradient lists it had, the value arrays whose gradients must be fresh, and
+    each device's (updater, UpdatePlan, key)."""
+    __slots__ = ('params', 'arrays', 'plans')
+
+    def __init__(self, params, plans):
+        self.params = [(p, p._data, p._grad) for p in params]
+        self.arrays = [a for p in params if p.grad_req != 'null' for a in p._data]
+        self.plans = plans
+
+    def valid(self):
+        for param, data, grad in self.params:
+            if param._data is not data or param._grad is not grad:
+                return False
+        for arr in self.arrays:
+            if not getattr(arr, '_fresh', False):
+                return False
+        for updater, plan, key in self.plans:
+            if not plan.holds(updater, key):
+                return False
+        return True
