@@ -28,6 +28,7 @@ import logging
 import os
 import threading
 import time
+import types
 import warnings
 
 import torch
@@ -97,7 +98,7 @@ class Compiled:
             # the plan's shape helpers are lru_cache'd pure functions: tracing through is right
             warnings.filterwarnings('ignore', message='Dynamo detected a call to a '
                                     '`functools.lru_cache`-wrapped function')
-            compiled = torch.compile(self.fn, dynamic=False)
+            compiled = torch.compile(_own_code(self.fn), dynamic=False)
             _step(compiled, examples, grad_mode)     # compiles forward and backward
             eager, fast = _timed(self.fn, examples, grad_mode), _timed(compiled, examples,
                                                                          grad_mode)
@@ -121,6 +122,17 @@ class Compiled:
             thread = threading.current_thread()
             if thread in _THREADS:
                 _THREADS.remove(thread)
+
+
+def _own_code(fn):
+    """`fn` with a code object of its own. Graphs of one structure share their generated code
+    object (plan.py), each in its own namespace; dynamo keeps its compiled code per code object
+    and runs it in the namespace of the function it first compiled, so each compiled function
+    needs its own."""
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    return types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__,
+                              fn.__defaults__, fn.__closure__)
 
 
 def _step(fn, examples, grad_mode):

@@ -152,6 +152,86 @@ def test_compiled_code_kept_only_when_faster(monkeypatch):
         assert ex._inference().state == state
 
 
+
+def _module_params(monkeypatch, compiled, make, batches, **opt):
+    """Parameters (and aux states) of a Module trained on `batches`, compiled or not."""
+    monkeypatch.setenv('MXTORCH_COMPILE', '1' if compiled else '0')
+    mod = make()
+    mx.random.seed(0)
+    mod.init_params(mx.init.Uniform(0.5))
+    mod.init_optimizer(**opt)
+    for batch in batches:
+        mod.forward_backward(batch)
+        mod.update()
+    states = [e._forward_train.state for e in _executors(mod)]
+    args, aux = mod.get_params()
+    return {k: v.asnumpy() for k, v in list(args.items()) + list(aux.items())}, states
+
+
+def _executors(mod):
+    modules = mod._buckets.values() if hasattr(mod, '_buckets') else [mod]
+    return [e for m in modules for e in m._exec_group.execs]
+
+
+def _mlp_bn():
+    data = mx.sym.Variable('data')     # no bias before BatchNorm: its gradient would be noise
+    x = mx.sym.FullyConnected(data, num_hidden=8, no_bias=True, name='fc1')
+    x = mx.sym.Activation(mx.sym.BatchNorm(x, name='bn'), act_type='relu')
+    return mx.sym.SoftmaxOutput(mx.sym.FullyConnected(x, num_hidden=4, name='fc2'),
+                                name='softmax')
+
+
+@pytest.mark.parametrize('contexts,grad_req,optimizer,params', [
+    (1, 'write', 'adam', {}),
+    (1, 'add', 'nag', {'momentum': 0.9}),
+    (2, 'write', 'sgd', {'momentum': 0.9, 'learning_rate': 0.1}),     # through the kvstore
+    (2, 'add', 'rmsprop', {'centered': True}),
+])
+def test_compiled_training_reaches_the_uncompiled_parameters(monkeypatch, contexts, grad_req,
+                                                             optimizer, params):
+    rng = np.random.RandomState(0)
+    batches = [mx.io.DataBatch([mx.nd.array(rng.rand(6, 5))],
+                               [mx.nd.array(rng.randint(0, 4, 6))]) for _ in range(3)]
+
+    def make():
+        mod = mx.mod.Module(_mlp_bn(), context=[mx.cpu(i) for i in range(contexts)])
+        mod.bind([('data', (6, 5))], [('softmax_label', (6,))], grad_req=grad_req)
+        return mod
+    want, _ = _module_params(monkeypatch, False, make, batches, optimizer=optimizer,
+                             optimizer_params=params)
+    got, states = _module_params(monkeypatch, True, make, batches, optimizer=optimizer,
+                                 optimizer_params=params)
+    assert states == ['ready'] * contexts     # each device's executor runs compiled code
+    assert want.keys() == got.keys()
+    for key in want:
+        np.testing.assert_allclose(got[key], want[key], rtol=1e-6, atol=1e-6, err_msg=key)
+
+
+def test_compiled_bucketing_reaches_the_uncompiled_parameters(monkeypatch):
+    def sym_gen(key):         # buckets share fc1/fc2; each has its own fc3 over its length
+        x = mx.sym.Reshape(mx.sym.Variable('data'), shape=(-1, 5))
+        x = mx.sym.tanh(mx.sym.FullyConnected(x, num_hidden=8, no_bias=True, name='fc1'))
+        x = mx.sym.Reshape(mx.sym.FullyConnected(x, num_hidden=4, name='fc2'),
+                           shape=(-1, key * 4))
+        x = mx.sym.FullyConnected(x, num_hidden=3, name='fc3_%d' % key)
+        return mx.sym.SoftmaxOutput(x, name='softmax'), ('data',), ('softmax_label',)
+    rng = np.random.RandomState(0)
+    batches = [mx.io.DataBatch([mx.nd.array(rng.rand(2, key, 5))],
+                               [mx.nd.array(rng.randint(0, 3, 2))], bucket_key=key,
+                               provide_data=[mx.io.DataDesc('data', (2, key, 5))],
+                               provide_label=[mx.io.DataDesc('softmax_label', (2,))])
+               for key in (3, 2, 3, 1, 2)]
+
+    def make():
+        mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=3)
+        mod.bind([('data', (2, 3, 5))], [('softmax_label', (2,))])
+        return mod
+    want, _ = _module_params(monkeypatch, False, make, batches, optimizer='adam')
+    got, states = _module_params(monkeypatch, True, make, batches, optimizer='adam')
+    assert states == ['ready'] * 3            # one compiled plan per bucket
+    for key in want:
+        np.testing.assert_allclose(got[key], want[key], rtol=1e-6, atol=1e-6, err_msg=key)
+
 @pytest.fixture(autouse=True)
 def _no_leftover_compiles(monkeypatch, request):
     if request.node.name != 'test_compiled_code_kept_only_when_faster':
