@@ -181,11 +181,14 @@ class StorageTypes:
         return values
 
     def from_tensors(self, tensors):
-        """Values from dense tensors (a caller that holds no arrays): the sparse inputs' arrays
-        made from their non-zeros (their tensors stay their dense forms, gradients included)."""
+        """Values from the tensors a caller gives (Gluon's hybridized blocks): the sparse
+        inputs' arrays where given, else made from the non-zeros of their dense tensors (which
+        stay their dense forms, gradients included)."""
         values = list(tensors)
         for i in self.sparse_inputs:
             t, stype = values[i], self.input_stypes[i]
+            if isinstance(t, BaseSparseNDArray):
+                continue
             values[i] = _new(stype, tuple(t.shape), self.ctx,
                              parts=_dense_to_parts(stype, t.detach()), dense=t)
         return values
