@@ -67,3 +67,53 @@ def test_weights_and_dense_labels_keep_the_general_path():
     dense = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=False)(
         x, mx.nd.array([[0, 0, 1], [1, 0, 0]]))
     np.testing.assert_allclose(dense.asnumpy(), plain, rtol=1e-6)
+
+
+def _fused_nodes(block):
+    """How many fused per-sample loss nodes the hybridized block's bound plans run."""
+    return sum(ex.get_optimized_symbol().tojson().count('"_softmax_cross_entropy_per_sample"')
+               for ex in block._cached.executors.values())
+
+
+@pytest.mark.parametrize('shape,lshape,axis,batch_axis', CASES)
+def test_hybridized_loss_is_bound_as_one_node_with_the_graphs_results(
+        shape, lshape, axis, batch_axis, monkeypatch):
+    rng = np.random.RandomState(5)
+    x = mx.nd.array(rng.randn(*shape))
+    label = mx.nd.array(rng.randint(-2, shape[axis] + 2, size=lshape) + 0.5)
+    head = mx.nd.array(rng.rand(shape[batch_axis]))
+    results = []
+    for fuse in ('1', '0'):
+        monkeypatch.setenv('MXTORCH_FUSE_LOSS', fuse)
+        loss = gluon.loss.SoftmaxCrossEntropyLoss(axis=axis, batch_axis=batch_axis)
+        loss.hybridize(static_alloc=True)
+        results.append(_run(loss, x, label, head))
+        assert _fused_nodes(loss) == (1 if fuse == '1' else 0)
+        # the exported graph stays MXNet's four operators
+        assert '_softmax_cross_entropy_per_sample' not in loss._cached_graph[1].tojson()
+    (value, grad), (plain_value, plain_grad) = results
+    np.testing.assert_array_equal(value, plain_value)
+    np.testing.assert_array_equal(grad, plain_grad)
+    np.testing.assert_allclose(value, _reference(x.asnumpy(), label.asnumpy(), axis,
+                                                 batch_axis), rtol=1e-5, atol=1e-6)
+
+
+def test_other_loss_graphs_are_not_fused():
+    x = mx.nd.array([[1.0, 2.0, 3.0], [1.0, 0.0, -1.0]])
+    label = mx.nd.array([2, 0])
+    weighted = gluon.loss.SoftmaxCrossEntropyLoss(weight=2.0)
+    dense = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=False)
+    for block, args, want in ((weighted, (x, label), [0.8152, 0.8152]),
+                              (dense, (x, mx.nd.array([[0, 0, 1], [1, 0, 0]])),
+                               [0.4076, 0.4076])):
+        block.hybridize()
+        np.testing.assert_allclose(block(*args).asnumpy(), want, rtol=1e-3)
+        assert _fused_nodes(block) == 0
+    # an intermediate value that is also an output of the graph keeps the chain as it is
+    data, lab = mx.sym.var('data'), mx.sym.var('label')
+    logp = mx.sym.log_softmax(data)
+    loss = mx.sym.mean(-mx.sym.pick(logp, lab, keepdims=True), axis=0, exclude=True)
+    ex = mx.sym.Group([loss, logp]).bind(mx.cpu(), {'data': x, 'label': label})
+    assert '_softmax_cross_entropy_per_sample' not in ex.get_optimized_symbol().tojson()
+    out = ex.forward()
+    np.testing.assert_allclose(out[0].asnumpy(), [0.4076, 0.4076], rtol=1e-3)

@@ -13,6 +13,7 @@ from .nn import _check_axis
 from .reduce import reduce_axes
 from .registry import OpDef, register
 from .shapes import first, merge, prod, same_shape
+from .softmax_ce_fusion import fuse_softmax_cross_entropy
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,4 +318,5 @@ def _softmax_ce_per_sample(p, data, label):
 _PICK_PARAMS = {a: Params(axis=a, keepdims=True, mode='clip') for a in range(32)}
 
 register(OpDef('_softmax_cross_entropy_per_sample', _softmax_ce_per_sample,
-               params={'axis': Int(-1), 'batch_axis': Int(0)}, inputs=('data', 'label')))
+               params={'axis': Int(-1), 'batch_axis': Int(0)}, inputs=('data', 'label'))
+         ).bind_rewrite = fuse_softmax_cross_entropy
