@@ -2,7 +2,9 @@
 
     import mxtorch as mx      # in place of `import mxnet as mx`
 """
-__version__ = '0.1.0'
+__mxtorch_version__ = '0.1.0'   # this package's own release
+__version__ = '1.9.1'           # the MXNet release whose API it implements: toolkits that check
+                                #   mx.__version__ (GluonCV, GluonNLP) see a 1.x MXNet
 
 from . import cpu_threads as _cpu_threads
 _cpu_threads.configure()     # before anything imports torch: OpenMP reads its wait policy then
@@ -41,7 +43,7 @@ from . import module as mod
 from . import test_utils
 from . import operator  # noqa: A004  (mx.operator: Python custom operators)
 from . import random as rnd
-from . import contrib, engine, log, profiler, runtime, util
+from . import contrib, engine, log, profiler, registry, runtime, util
 from .util import is_np_shape, set_np_shape, np_shape, use_np_shape
 from .util import is_np_array, np_array, use_np_array, use_np, set_np, reset_np
 from . import numpy, numpy_extension

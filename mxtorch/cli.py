@@ -333,9 +333,9 @@ def _common(parser, prefix_type=str):
 def _version():
     import platform
     import torch
-    from . import __version__
-    return 'mxtorch %s (PyTorch %s, Python %s)' % (__version__, torch.__version__,
-                                                   platform.python_version())
+    from . import __mxtorch_version__, __version__
+    return 'mxtorch %s, MXNet %s API (PyTorch %s, Python %s)' % (
+        __mxtorch_version__, __version__, torch.__version__, platform.python_version())
 
 
 def build_parser():

@@ -19,6 +19,9 @@ MXNet-era scripts also use NumPy 1.x names that NumPy 2 removed (`np.int`, `np.f
 work again: each one warns once, loudly, the first time the script uses it. They are served by
 a module `__getattr__` fallback on numpy (an existing name is never shadowed), and uninstall()
 puts numpy back as it was; a process that never installs the alias sees NumPy untouched.
+
+Toolkits that probe for PyTorch as a front end of their own get the answer they would get
+with MXNet alone (see compat_toolkits).
 """
 import argparse
 import importlib
@@ -31,6 +34,8 @@ import sys
 import warnings
 
 import numpy
+
+from . import compat_toolkits
 
 ALIAS = 'mxnet'
 TARGET = 'mxtorch'
@@ -86,6 +91,7 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
 
 
 _FINDER = _AliasFinder()
+_TOOLKITS = compat_toolkits.FixupFinder()
 
 
 class _LegacyNumpy:
@@ -168,6 +174,7 @@ def install():
                           'stand in for mxnet only before the first `import mxnet`'
                           % getattr(existing, '__file__', existing))
     sys.meta_path.insert(0, _FINDER)
+    sys.meta_path.insert(1, _TOOLKITS)
     _legacy_numpy.install()
 
 
@@ -175,6 +182,8 @@ def uninstall():
     """Undo install(): drop the finder and the `mxnet` entries it put in sys.modules."""
     while _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
+    while _TOOLKITS in sys.meta_path:
+        sys.meta_path.remove(_TOOLKITS)
     _legacy_numpy.uninstall()
     for name, module in list(sys.modules.items()):
         if (name == ALIAS or name.startswith(ALIAS + '.')) and _is_alias(name, module):

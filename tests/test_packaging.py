@@ -17,7 +17,8 @@ def test_version_command(capsys):
         cli.main(['--version'])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith('mxtorch %s (PyTorch ' % mxtorch.__version__)
+    assert out.startswith('mxtorch %s, MXNet 1.9.1 API (PyTorch ' % mxtorch.__mxtorch_version__)
+    assert mxtorch.__version__ == '1.9.1'     # what GluonCV/GluonNLP check before they import
     proc = subprocess.run([sys.executable, '-m', 'mxtorch', '--version'], capture_output=True,
                           text=True, timeout=120, cwd=str(ROOT))
     assert proc.returncode == 0 and proc.stdout == out

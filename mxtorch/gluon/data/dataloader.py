@@ -3,7 +3,10 @@
 With num_workers > 0 the batches are assembled by a pool of worker threads (samples are read
 and stacked in parallel, `prefetch` batches ahead), and handed out in order.
 """
+import io
+import pickle
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
@@ -34,6 +37,82 @@ def _as_in_context(data, ctx):
     if isinstance(data, (list, tuple)):
         return [_as_in_context(d, ctx) for d in data]
     return data
+
+
+# The worker-pool protocol MXNet's DataLoader is built on, which toolkits (GluonCV's
+# RandomTransformDataLoader) subclass: a pool with apply_async (multiprocessing.Pool, whose
+# initializer stores the dataset per process, or a ThreadPool given the dataset directly).
+_worker_dataset = None
+
+
+def _worker_initializer(dataset, *_):
+    """Pool initializer: the dataset a worker process reads its samples from."""
+    global _worker_dataset
+    _worker_dataset = dataset
+
+
+def _worker_fn(samples, batchify_fn, dataset=None):
+    """One batch, made in a worker process, returned pickled."""
+    batch = batchify_fn([_worker_dataset[i] for i in samples])
+    buf = io.BytesIO()
+    ForkingPickler(buf, pickle.HIGHEST_PROTOCOL).dump(batch)
+    return buf.getvalue()
+
+
+def _thread_worker_fn(samples, batchify_fn, dataset):
+    """One batch, made in a worker thread."""
+    return batchify_fn([dataset[i] for i in samples])
+
+
+class _MultiWorkerIter:
+    """Batches of `batch_sampler` made by `worker_fn` on `worker_pool`, handed out in order.
+    With `dataset` None the workers return pickled batches (process pool)."""
+
+    def __init__(self, worker_pool, batchify_fn, batch_sampler, pin_memory=False,
+                 pin_device_id=0, worker_fn=_worker_fn, prefetch=0, dataset=None,
+                 data_loader=None, timeout=120):
+        self._worker_pool = worker_pool
+        self._batchify_fn = batchify_fn
+        self._batch_sampler = batch_sampler
+        self._data_buffer = {}
+        self._rcvd_idx = 0
+        self._sent_idx = 0
+        self._iter = iter(self._batch_sampler)
+        self._worker_fn = worker_fn
+        self._pin_memory = pin_memory
+        self._pin_device_id = pin_device_id
+        self._dataset = dataset
+        self._data_loader = data_loader
+        self._timeout = timeout
+        for _ in range(prefetch):
+            self._push_next()
+
+    def __len__(self):
+        return len(self._batch_sampler)
+
+    def _push_next(self):
+        indices = next(self._iter, None)
+        if indices is None:
+            return
+        self._data_buffer[self._sent_idx] = self._worker_pool.apply_async(
+            self._worker_fn, (indices, self._batchify_fn, self._dataset))
+        self._sent_idx += 1
+
+    def __next__(self):
+        self._push_next()
+        if self._rcvd_idx == self._sent_idx:
+            raise StopIteration
+        result = self._data_buffer.pop(self._rcvd_idx).get(self._timeout)
+        batch = pickle.loads(result) if self._dataset is None else result
+        if self._pin_memory:
+            batch = _as_in_context(batch, cpu_pinned(self._pin_device_id))
+        self._rcvd_idx += 1
+        return batch
+
+    next = __next__
+
+    def __iter__(self):
+        return self
 
 
 class DataLoader:

@@ -1,0 +1,136 @@
+"""What MXNet-era toolkits (GluonCV, GluonNLP, InsightFace, d2l) need from mxnet beyond the
+core API: a 1.x version string, mx.registry, DataLoader's worker-pool protocol, and imports
+that do not take mxtorch's own PyTorch for a PyTorch front end."""
+import os
+import subprocess
+import sys
+import warnings
+from multiprocessing.pool import ThreadPool
+
+import numpy as np
+import pytest
+
+import mxtorch as mx
+from mxtorch import registry
+from mxtorch.gluon.data import dataloader as dl
+
+from conftest import ROOT
+
+
+def test_version_is_the_mxnet_release_implemented():
+    major, minor = (int(v) for v in mx.__version__.split('.')[:2])
+    assert (major, minor) == (1, 9)
+
+
+class _Base:
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+def test_registry_register_alias_create():
+    class Base(_Base):
+        pass
+
+    class Thing(Base):
+        pass
+    register = registry.get_register_func(Base, 'thing')
+    create = registry.get_create_func(Base, 'thing')
+    alias = registry.get_alias_func(Base, 'thing')
+    assert register(Thing) is Thing
+    alias('x', 'Y')(Thing)
+    assert registry.get_registry(Base) == {'thing': Thing, 'x': Thing, 'y': Thing}
+    registry.get_registry(Base).clear()                     # a copy
+    assert 'x' in registry.get_registry(Base)
+    with pytest.warns(UserWarning, match='overriding'):
+        register(Thing, 'x')
+    made = create('THING', 1, k=2)
+    assert isinstance(made, Thing) and made.args == (1,) and made.kwargs == {'k': 2}
+    assert create(thing='y', k=3).kwargs == {'k': 3}
+    assert create('["x", {"k": 4}]').kwargs == {'k': 4}
+    assert create('{"thing": "x", "k": 5}').kwargs == {'k': 5}
+    assert create(made) is made
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda reg, create: create('zz'), 'zz is not registered. Please register with '
+                                       'thing.register first'),
+    (lambda reg, create: create(5), 'thing must be of string type'),
+    (lambda reg, create: reg(int), 'Can only register subclass of'),
+    (lambda reg, create: create(create('t'), 1), 'already an instance'),
+])
+def test_registry_errors(call, message):
+    class Base2(_Base):
+        pass
+
+    class T(Base2):
+        pass
+    reg = registry.get_register_func(Base2, 'thing')
+    create = registry.get_create_func(Base2, 'thing')
+    reg(T)
+    with pytest.raises(AssertionError, match=message):
+        call(reg, create)
+
+
+def _batches(pool, worker_fn, dataset, prefetch):
+    sampler = mx.gluon.data.BatchSampler(mx.gluon.data.SequentialSampler(7), 3, 'keep')
+    it = dl._MultiWorkerIter(pool, dl.default_batchify_fn, sampler, worker_fn=worker_fn,
+                             prefetch=prefetch, dataset=dataset)
+    assert len(it) == 3 and iter(it) is it
+    return [b.asnumpy().tolist() for b in it]
+
+
+def test_multi_worker_iter_thread_and_pickled_results():
+    data = np.arange(14, dtype='float32').reshape(7, 2)
+    expected = [data[:3].tolist(), data[3:6].tolist(), data[6:].tolist()]
+    with ThreadPool(2) as pool:
+        assert _batches(pool, dl._thread_worker_fn, data, 2) == expected
+    # a process pool's protocol: the dataset set by the initializer, batches come back pickled
+    with ThreadPool(2, initializer=dl._worker_initializer, initargs=[data]) as pool:
+        assert _batches(pool, dl._worker_fn, None, 0) == expected
+
+
+class _SubclassedIter(dl._MultiWorkerIter):
+    """As toolkits subclass it: _push_next overridden on the inherited fields."""
+
+    def _push_next(self):
+        r = next(self._iter, None)
+        if r is not None:
+            self._data_buffer[self._sent_idx] = self._worker_pool.apply_async(
+                self._worker_fn, (r, self._batchify_fn, self._dataset))
+            self._sent_idx += 1
+
+
+def test_multi_worker_iter_subclass():
+    with ThreadPool(1) as pool:
+        sampler = mx.gluon.data.BatchSampler(mx.gluon.data.SequentialSampler(4), 2, 'keep')
+        it = _SubclassedIter(pool, dl.default_batchify_fn, sampler,
+                             worker_fn=dl._thread_worker_fn, dataset=np.arange(4))
+        assert [b.asnumpy().tolist() for b in it] == [[0, 1], [2, 3]]
+
+
+def test_toolkit_probing_for_a_pytorch_front_end_gets_mxnet_alone(tmp_path):
+    # a package laid out as GluonCV 0.10 is: check.py refuses torch 2.x with a RuntimeError
+    pkg = tmp_path / 'gluoncv'
+    pkg.mkdir()
+    (pkg / 'check.py').write_text(
+        'def _require_pytorch_version(lo, hi):\n'
+        '    raise RuntimeError("Legacy torch detected")\n')
+    (pkg / '__init__.py').write_text(
+        'from .check import _require_pytorch_version\n'
+        'try:\n'
+        '    _require_pytorch_version("1.4.0", "2.0.0")\n'
+        '    FRONT = "torch"\n'
+        'except ImportError:\n'
+        '    FRONT = "mxnet"\n')
+    script = tmp_path / 'use.py'
+    script.write_text('import mxnet\nimport gluoncv\nprint(gluoncv.FRONT)\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
+    proc = subprocess.run([sys.executable, '-m', 'mxtorch', 'run', str(script)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == 'mxnet'
+    # without the alias nothing is patched
+    proc = subprocess.run([sys.executable, '-c', 'import gluoncv.check as c\n'
+                           'c._require_pytorch_version(1, 2)'], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert 'RuntimeError: Legacy torch' in proc.stderr
