@@ -12,6 +12,7 @@ import weakref
 
 import torch
 
+from . import int_grad
 from .base import MXNetError
 from .ndarray.ndarray import NDArray
 
@@ -136,6 +137,9 @@ def mark_variables(variables, gradients, grad_reqs='write'):
             tensor.requires_grad_(req != 'null' and _differentiable(tensor))
         if hasattr(tensor, '_mx_entry'):
             del tensor._mx_entry
+        int_grad.forget(tensor)
+        if req != 'null' and not _differentiable(tensor):   # an integer variable (MXNet's)
+            int_grad.attach(tensor)
         var._tensor = tensor
         var._grad = grad
         var._grad_req = req
@@ -149,7 +153,7 @@ def _prepare_write(target, value=None):
     returns whether the write itself is to be recorded (value carries gradient)."""
     if not is_recording():
         return False
-    if target.requires_grad:
+    if int_grad.carries_grad(target):
         raise MXNetError('Assigning to NDArrays that are already in a computational graph will '
                          'cause undefined behavior when evaluating gradients. Please call '
                          'backward first to clear the graph or do this out side of a record '
@@ -173,6 +177,8 @@ def _variables():
         var = ref()
         if var is not None and var._tensor.requires_grad and var._tensor.is_leaf:
             out.append(var)
+        elif var is not None and getattr(int_grad.shadow(var._tensor), 'is_leaf', False):
+            out.append(var)
     return out
 
 
@@ -190,13 +196,13 @@ def _parse_heads(heads, head_grads):
     if len(heads) != len(head_grads):
         raise AssertionError('heads and head_grads must be lists of the same length')
     for i, h in enumerate(heads):
-        if not h._tensor.requires_grad:
+        if not int_grad.carries_grad(h._tensor):
             raise MXNetError('Cannot differentiate head %d because it is not in a computational '
                              'graph. You need to set is_recording to true or use '
                              'autograd.record() to save computational graphs for backward. If '
                              'you want to differentiate the same graph twice, you need to pass '
                              'retain_graph=True to backward.' % i)
-    tensors = [h._tensor for h in heads]
+    tensors = [int_grad.graph_tensor(h._tensor) for h in heads]
     grads = []
     for h, g in zip(tensors, head_grads):
         if g is None:
@@ -219,7 +225,7 @@ def _release(heads):
     """Forget the history of `heads` once their graph is spent (retain_graph=False), so that
     differentiating them again fails as in MXNet instead of silently reusing it."""
     for h in heads:
-        if not h._tensor.is_leaf:
+        if not h._tensor.is_leaf or not getattr(int_grad.shadow(h._tensor), 'is_leaf', True):
             h._tensor = h._tensor.detach()
 
 
@@ -228,8 +234,8 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # py
     heads, tensors, grads = _parse_heads(heads, head_grads)
     leaves = _variables()
     if leaves:
-        results = _leaf_grads(tensors, grads, [v._tensor for v in leaves], retain_graph,
-                              train_mode)
+        results = _leaf_grads(tensors, grads, [int_grad.graph_tensor(v._tensor) for v in leaves],
+                              retain_graph, train_mode)
         adopted = set()
         with torch.no_grad():
             for var, g in zip(leaves, results):
@@ -307,12 +313,12 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     elif not len(variables):
         raise AssertionError('variables cannot be an empty list.')
     for i, var in enumerate(variables):
-        if not var._tensor.requires_grad:
+        if not int_grad.carries_grad(var._tensor):
             raise MXNetError('Cannot differentiate with respect to the %d-th variable because '
                              'it does not require gradient.' % (i + 1))
     retain_graph = create_graph if retain_graph is None else retain_graph
-    results = _run_grad(tensors, grads, [v._tensor for v in variables], retain_graph,
-                        create_graph, train_mode)
+    results = _run_grad(tensors, grads, [int_grad.graph_tensor(v._tensor) for v in variables],
+                        retain_graph, create_graph, train_mode)
     out = []
     for i, (var, g) in enumerate(zip(variables, results)):
         if g is None:
@@ -322,8 +328,8 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
             g = torch.zeros(g.shape, dtype=g.dtype, device=g.device)
         elif g.is_sparse:
             g = g.to_dense()
-        if not create_graph:
-            g = g.detach()
+        if not create_graph or g.dtype != var._tensor.dtype:   # (an integer variable's)
+            g = g.detach().to(var._tensor.dtype)
         elif not g.requires_grad:
             # a gradient that does not depend on the variables (x * c, clip, dropout masks)
             # stays in the graph, as in MXNet, so differentiating it again gives zeros

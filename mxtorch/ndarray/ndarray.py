@@ -17,7 +17,7 @@ import torch.utils.dlpack
 from ..base import (MXNetError, default_dtype, dtype_type, np_dtype, torch_dtype, integer_types,
                     numeric_types)
 from ..context import Context, current_context, context_of
-from .. import engine, profiler
+from .. import engine, int_grad, profiler
 from .alloc import zeros as lazy_zeros
 from ..ops.params import Params
 from ..ops.registry import get_op
@@ -232,6 +232,9 @@ class NDArray:
         from ..ops.tensor import reshape_target
         target = reshape_target(self.shape, shape, reverse)
         out = _wrap(self._tensor.reshape(target), self._ctx)
+        if _recording() and int_grad.involved([self._tensor], [out._tensor]):
+            out._tensor, = int_grad.follow(lambda t: t.reshape(target), [self._tensor],
+                                           [out._tensor])
         if _recording():                   # recorded as a Reshape, as MXNet records it
             from .. import autograd
             op = get_op('Reshape')
@@ -321,16 +324,23 @@ class NDArray:
     def __getitem__(self, key):
         index, basic = self._index(key)
         t = self._tensor
-        if not basic and isinstance(index, tuple) and any(
-                isinstance(k, slice) and k.step is not None and k.step < 0 for k in index):
-            index = _negative_steps_to_arrays(index, t.shape)
-        result = t[index]
+        if not basic and _has_negative_step(index):     # (torch: no negative strides)
+            positions = _flat_positions(index, t)
+
+            def pick(x):
+                return x.reshape(-1)[positions]
+        else:
+            def pick(x):
+                return x[index]
+        result = pick(t)
         if result.dim() == 0:
             result = result.reshape(1)
         if not basic or not _selects_a_block(t.shape, index):
             # as in MXNet, basic indexing is a view only when it selects one contiguous block
             # (ints and a slice on leading axes); `x[:, 1]` and advanced indexing copy
             result = result.clone()
+        if int_grad.involved([t], [result]) and _recording():
+            result, = int_grad.follow(lambda x: pick(x).reshape(result.shape), [t], [result])
         return _wrap(result, self._ctx)
 
     def __setitem__(self, key, value):
@@ -340,6 +350,12 @@ class NDArray:
         t = self._tensor
         from .. import autograd
         recorded = autograd._prepare_write(t, value._tensor if isinstance(value, NDArray) else None)
+        if not recorded:
+            # an unrecorded write is not versioned (`.data`): a graph that saved this array
+            # reads the new values in backward, as in MXNet, instead of failing torch's check
+            t = t.data
+        if not basic and _has_negative_step(index) and t.is_contiguous():
+            t, index = t.view(-1), _flat_positions(index, t)    # (torch: no negative strides)
         with torch.set_grad_enabled(recorded):
             if isinstance(value, NDArray):
                 src = value._tensor.to(t.device)
@@ -360,6 +376,8 @@ class NDArray:
                     src = src.reshape(region)
                 while src.dim() > len(region) and src.shape[0] == 1:
                     src = src[0]           # leading axes of size 1 broadcast away, as NumPy
+            if recorded and not (basic and t[index].numel() == t.numel()):
+                autograd._refuse_inplace(src)     # a write into part of the array (MXNet's)
             if basic:
                 target = t[index]
                 if isinstance(src, torch.Tensor):
@@ -369,7 +387,7 @@ class NDArray:
             else:
                 t[index] = src.to(t.dtype) if isinstance(src, torch.Tensor) else src
         if isinstance(value, NDArray):
-            engine.carry(value._tensor, t)
+            engine.carry(value._tensor, self._tensor)
 
     # ---- arithmetic ---------------------------------------------------------------------------
     def _binary(self, other, array_op, scalar_op):
@@ -456,17 +474,17 @@ def _broadcastable(src, target):
     return all(s in (1, t) for s, t in zip(reversed(src), reversed(target)))
 
 
-def _negative_steps_to_arrays(index, shape):
-    """Replace negative-step slices by index tensors (torch has no negative strides)."""
-    out, dim = [], 0
-    for k in index:
-        if isinstance(k, slice) and k.step is not None and k.step < 0:
-            out.append(torch.tensor(range(shape[dim])[k], dtype=torch.long))
-        else:
-            out.append(k)
-        if k is not None:
-            dim += 1
-    return tuple(out)
+def _has_negative_step(index):
+    return isinstance(index, tuple) and any(
+        isinstance(k, slice) and k.step is not None and k.step < 0 for k in index)
+
+
+def _flat_positions(index, t):
+    """The flat positions in contiguous tensor t that NumPy's indexing `index` selects, shaped
+    as the indexed region."""
+    index = tuple(k.cpu().numpy() if isinstance(k, torch.Tensor) else k for k in index)
+    positions = np.arange(t.numel()).reshape(tuple(t.shape))[index]
+    return torch.as_tensor(np.ascontiguousarray(positions), device=t.device)
 
 
 def _wrap(tensor, ctx):
@@ -590,6 +608,9 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
         with torch.no_grad():
             op.update_aux(p, aux, results)
     visible = [_fresh(r, tensors) for r in results[:op.num_visible_outputs(p)]]
+    if recording and int_grad.involved(tensors, visible):     # integer arrays' gradients
+        visible = int_grad.follow(lambda *ts: forward(p, *ts, **kwargs), tensors, visible,
+                                  op.converts_dtype)
     _check_legacy_shapes(op, tensors, visible)
     if failure is not None and out is None:
         engine.mark(failure, visible)

@@ -178,11 +178,13 @@ register(OpDef('amp_cast', _amp_cast,
                params={'dtype': DType(choices=('bfloat16', 'float16', 'float32', 'float64',
                                                'int32', 'int64', 'int8', 'uint8'))},
                infer_shape=same_shape, infer_type=_amp_cast_type)).amp_cast_input = lambda k: 0
+get_op('amp_cast').converts_dtype = True
 register(OpDef('amp_multicast', _amp_multicast,
                params={'num_outputs': Int(), 'cast_narrow': Bool(False)},
                variadic='num_outputs', outputs=_multicast_outputs,
                infer_shape=_amp_multicast_shape,
                infer_type=_amp_multicast_type)).amp_cast_input = lambda k: k
+get_op('amp_multicast').converts_dtype = True
 
 
 # ---------------------------------------------------------------------------------------------

@@ -107,6 +107,9 @@ class OpDef:
     # amp_cast_input(k) -> the input whose value the op's output k is, cast to another dtype:
     # graphs saved without AMP casts read that input instead
     amp_cast_input = None
+    # output k is input k converted to another dtype (Cast, amp_cast): a gradient passes
+    # straight back through it, to or from an integer dtype as well (int_grad.py)
+    converts_dtype = False
     # upgrade_attrs(attrs, version): fixes, in place, the attrs of a node loaded from a graph
     # MXNet `version` saved (MXNet's load-time upgrades of one operator)
     upgrade_attrs = None

@@ -159,7 +159,8 @@ def _cast(p, data):
 
 
 register(OpDef('Cast', _cast, params={'dtype': DType()}, infer_shape=same_shape,
-               infer_type=lambda p, ins, outs: (ins, [np_dtype(p.dtype)]), aliases=('cast',)))
+               infer_type=lambda p, ins, outs: (ins, [np_dtype(p.dtype)]),
+               aliases=('cast',))).converts_dtype = True
 
 
 # ---------------------------------------------------------------------------------------------
