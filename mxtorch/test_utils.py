@@ -793,18 +793,17 @@ def get_mnist_ubyte():
 
 
 def get_mnist_iterator(batch_size, input_shape, num_parts=1, part_index=0):
-    """(train, validation) NDArrayIters over the MNIST ubyte files in data/: images in [0, 1]
-    shaped (batch,) + input_shape, labels 'softmax_label'; training batches shuffled."""
+    """(train, validation) MNISTIters over the MNIST ubyte files in data/, as MXNet: images
+    flat (784,) unless input_shape has 3 dims, whole batches only (a last partial batch is
+    dropped), both shuffled (MNISTIter's default)."""
     get_mnist_ubyte()
-    iters = []
-    for prefix, shuffle in (('train', True), ('t10k', False)):
-        with open(os.path.join('data', prefix + '-images-idx3-ubyte'), 'rb') as f:
-            images = _read_idx(f).astype(np.float32) / 255
-        with open(os.path.join('data', prefix + '-labels-idx1-ubyte'), 'rb') as f:
-            labels = _read_idx(f).astype(np.float32)
-        iters.append(NDArrayIter(images.reshape((-1,) + tuple(input_shape)), labels, batch_size,
-                                 shuffle=shuffle, num_parts=num_parts, part_index=part_index))
-    return tuple(iters)
+    flat = len(input_shape) != 3
+    from .io import MNISTIter
+    return tuple(MNISTIter(image='data/%s-images-idx3-ubyte' % prefix,
+                           label='data/%s-labels-idx1-ubyte' % prefix,
+                           batch_size=batch_size, flat=flat, num_parts=num_parts,
+                           part_index=part_index)
+                 for prefix in ('train', 't10k'))
 
 
 def peak_tensor_bytes(workload):

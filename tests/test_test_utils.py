@@ -280,14 +280,18 @@ def test_download_and_mnist_work_offline_from_local_files(tmp_path, monkeypatch)
     mnist = tu.get_mnist()
     assert mnist['train_data'].shape == (10, 1, 28, 28) and mnist['test_label'].dtype == np.int8
     np.testing.assert_allclose(mnist['test_data'][:, 0] * 255, images['t10k'], atol=1e-4)
-    train, val = tu.get_mnist_iterator(5, (784,))
-    assert train.provide_data[0].shape == (5, 784)
-    batch = next(val)                              # 4 test images in a padded batch of 5
-    np.testing.assert_allclose(batch.data[0].asnumpy()[:4] * 255,
-                               images['t10k'].reshape(4, 784), atol=1e-4)
-    np.testing.assert_array_equal(batch.label[0].asnumpy()[:4], labels['t10k'])
-    train, _ = tu.get_mnist_iterator(5, (1, 28, 28), num_parts=2, part_index=1)
-    assert train.provide_data[0].shape == (5, 1, 28, 28)
+    # MNISTIters as MXNet's: whole batches of 3 only (10 images -> 3, 4 -> 1), both shuffled, pixels / 256
+    train, val = tu.get_mnist_iterator(3, (784,))
+    assert train.provide_data[0].shape == (3, 784)
+    assert len(list(train)) == 3
+    batches = list(val)
+    assert len(batches) == 1 and batches[0].pad == 0
+    got = batches[0].label[0].asnumpy().astype(int)
+    assert len(set(got)) == 3 and set(got) <= set(labels['t10k'].tolist())
+    np.testing.assert_allclose(batches[0].data[0].asnumpy() * 256,
+                               images['t10k'].reshape(4, 784)[got], atol=1e-3)
+    train, _ = tu.get_mnist_iterator(2, (1, 28, 28), num_parts=2, part_index=1)
+    assert train.provide_data[0].shape == (2, 1, 28, 28) and len(list(train)) == 2
 
 
 # ---- the rest of MXNet's helpers -----------------------------------------------------------------
