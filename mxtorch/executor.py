@@ -20,6 +20,7 @@ import torch
 from torch.autograd.variable import Variable
 
 from . import profiler
+from . import int_grad
 from .base import MXNetError, np_dtype, torch_dtype
 from .capi import ArrayHandle
 from .compiler import Compiled
@@ -106,7 +107,12 @@ class Executor:
         device = ctx.torch_device
         forward_train, self._ns_train = self._plan.compile(True, device)
         forward_infer, self._ns_infer = self._plan.compile(False, device)
-        compiled = Compiled if self._storage is None else _uncompiled
+        int_grads = self._storage is None and _integer_gradients(
+            self._plan, arg_arrays, grad_reqs, self._grad_list)
+        if int_grads:                  # integer values on a gradient path (int_grad.py)
+            int_grad.wrap_plan_steps(self._ns_train, self._plan.steps)
+            int_grad.wrap_plan_steps(self._ns_infer, self._plan.steps)
+        compiled = Compiled if self._storage is None and not int_grads else _uncompiled
         self._forward_train = compiled(forward_train, device, 'train')
         self._forward_infer = compiled(forward_infer, device, 'infer')
         self._fast_infer = None
@@ -118,7 +124,7 @@ class Executor:
             self.outputs = self._storage.outputs(self.outputs)
         self._leaf_positions = [i for i, (req, g) in enumerate(zip(grad_reqs, self._grad_list))
                                 if req != 'null' and g is not None
-                                and _value_dtype(self.arg_arrays[i]).is_floating_point]
+                                and _value_dtype(self.arg_arrays[i]) != torch.bool]
         self._head_kinds = [n.op.head_grad(n.params) if n.op is not None else 'required'
                             for n, _ in symbol._entries]
         self._check_differentiable()
@@ -265,6 +271,10 @@ class Executor:
         cached = self._leaves.get(i)
         if cached is not None and cached[0] is tensor:
             return cached[1]
+        if not tensor.is_floating_point():   # an integer argument: a fresh shadow of its values
+            leaf = tensor.detach()
+            int_grad.attach(leaf)
+            return leaf
         leaf = tensor.detach().requires_grad_()
         self._leaves[i] = (tensor, leaf)
         return leaf
@@ -413,8 +423,10 @@ class Executor:
     def _zero_integer_grads(self):
         """Integer arguments have no gradient: MXNet's backward writes zeros into theirs."""
         with torch.no_grad():
-            for req, g, arg in zip(self._grad_reqs, self._grad_list, self.arg_arrays):
-                if req == 'write' and g is not None and not arg._tensor.dtype.is_floating_point:
+            for i, (req, g, arg) in enumerate(zip(self._grad_reqs, self._grad_list,
+                                                  self.arg_arrays)):
+                if req == 'write' and g is not None and not arg._tensor.dtype.is_floating_point \
+                        and i not in self._leaf_positions:
                     g._tensor.zero_()
 
     def _gradients(self, grads):
@@ -424,6 +436,7 @@ class Executor:
             last = self._last
         outs, head_grads = [], []
         for k, (head, given, kind) in enumerate(zip(last['heads'], grads, self._head_kinds)):
+            head = int_grad.graph_tensor(head)      # (an integer head's shadow)
             if kind == 'ones' and head.requires_grad:
                 # an output that needs no head gradient but whose op computes its own
                 # backward (a Custom op with need_top_grad=False): seeded with ones
@@ -448,13 +461,15 @@ class Executor:
                     for watched, grads, _ in self._last_watch['nodes']:
                         if watched is step:
                             grads[0] = head_grads[-1].detach()
-        leaves = last['leaves']
+        dtypes = [t.dtype for t in last['leaves']]
+        leaves = [int_grad.graph_tensor(t) for t in last['leaves']]
         last['heads'] = last['leaves'] = last['losses'] = None
         if not outs:
             return [None] * len(leaves)
         watched = self._last_watch['leaves'] if self._last_watch is not None else []
         _run_backward(outs, head_grads, leaves + watched)
-        grads = [leaf.grad for leaf in leaves]
+        grads = [leaf.grad if leaf.grad is None or leaf.grad.dtype == dt else leaf.grad.to(dt)
+                 for leaf, dt in zip(leaves, dtypes)]     # (an integer argument's, cast)
         for leaf in leaves:               # the grad arrays hold them now, nothing else may
             leaf.grad = None
         if self._last_watch is not None:
@@ -751,6 +766,20 @@ def _zeros_like(arr):
     """Zeros of `arr`'s shape, dtype, context and storage type."""
     from .ndarray import zeros
     return zeros(arr.shape, ctx=arr.context, dtype=arr.dtype, stype=arr.stype)
+
+
+def _integer_gradients(plan, args, reqs, grads):
+    """Whether integer values lie on a gradient path: an integer argument takes a gradient, or
+    a step converts to an integer dtype (Cast)."""
+    if any(req != 'null' and g is not None and not _value_dtype(a).is_floating_point
+           for a, req, g in zip(args, reqs, grads)):
+        return True
+    for step in plan.steps:
+        op = getattr(step.node, 'op', None)
+        if getattr(op, 'converts_dtype', False) and 'dtype' in op.params and \
+                not torch_dtype(step.node.params.dtype).is_floating_point:
+            return True
+    return False
 
 
 def _value_dtype(arr):

@@ -124,3 +124,11 @@ def wrap_step(fn, converts=False):
         linked = follow(fn, tensors, results, converts)
         return linked[0] if single else type(out)(linked)
     return step
+
+
+def wrap_plan_steps(namespace, steps):
+    """Make a compiled plan's step callables (namespace[step.fn_name]) link their results."""
+    for step in steps:
+        op = getattr(step.node, 'op', None)
+        namespace[step.fn_name] = wrap_step(namespace[step.fn_name],
+                                            getattr(op, 'converts_dtype', False))

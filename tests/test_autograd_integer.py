@@ -101,3 +101,23 @@ def test_setitem_and_getitem_with_negative_steps_follow_numpy():
         x[key] = value
         assert (x.asnumpy() == expected).all(), key
         assert (nd.array(base)[key].asnumpy() == base[key]).all(), key
+
+
+def test_bound_graph_gives_integer_arguments_gradients_and_passes_them_through_cast():
+    x, w = mx.sym.Variable('x', dtype='int32'), mx.sym.Variable('w')
+    exe = (mx.sym.Cast(x, dtype='float32') * w).simple_bind(mx.cpu(), x=(3,), w=(3,),
+                                                            type_dict={'x': 'int32'})
+    exe.arg_dict['x'][:] = [1, 2, 3]
+    exe.arg_dict['w'][:] = [0.5, 1.5, 2.0]
+    exe.forward(is_train=True)
+    exe.backward(nd.ones((3,)))
+    assert exe.grad_dict['x'].dtype == np.int32
+    assert exe.grad_dict['x'].asnumpy().tolist() == [0, 1, 2]        # truncated, as MXNet
+    assert exe.grad_dict['w'].asnumpy().tolist() == [1., 2., 3.]
+    z = mx.sym.Cast(mx.sym.Cast(w, dtype='int32') * 3, dtype='float32')
+    exe = z.simple_bind(mx.cpu(), w=(3,))
+    exe.arg_dict['w'][:] = [0.5, -1.5, 2.0]
+    exe.forward(is_train=True)
+    exe.backward(nd.array([1, 2, 3]))
+    assert exe.outputs[0].asnumpy().tolist() == [0., -3., 6.]
+    assert exe.grad_dict['w'].asnumpy().tolist() == [3., 6., 9.]
