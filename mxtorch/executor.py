@@ -482,6 +482,8 @@ class Executor:
         with torch.no_grad():
             for i, g in zip(self._leaf_positions, results):
                 handle = self._grad_list[i]
+                if self._storage is not None:      # with the rows sparse kernels stored
+                    g = self._storage.gradient(i, g)
                 if g is not None and g.is_sparse:       # a sparse-grad embedding's rows
                     _write_sparse_grad(handle, g, self._grad_reqs[i])
                     continue

@@ -126,7 +126,8 @@ class StorageTypes:
         self.sparse_set = set(self.sparse_inputs)
         self.row_grad_positions = set(row_grad_positions)
         self.ctx = ctx
-        self.row_grads = set()        # ids of the leaves whose gradients are stored as rows
+        self.row_grads = {}     # id(leaf) -> [rows a sparse kernel's backward stores], and
+        self.row_lists = {}     # argument position -> that list (arguments with rsp gradients)
         self.plan = self.wrap(plan, ctx)
 
     @classmethod
@@ -168,6 +169,7 @@ class StorageTypes:
         sparse = self.sparse_set
         values = [a if i in sparse else a._tensor for i, a in enumerate(arrays)]
         self.row_grads.clear()
+        self.row_lists.clear()
         for i in leaf_positions:
             arr = arrays[i]
             lf = leaf(i, arr._tensor)
@@ -177,7 +179,7 @@ class StorageTypes:
             else:
                 values[i] = lf
             if i in self.row_grad_positions:
-                self.row_grads.add(id(lf))
+                self.row_grads[id(lf)] = self.row_lists[i] = []
         return values
 
     def from_tensors(self, tensors):
@@ -192,6 +194,18 @@ class StorageTypes:
             values[i] = _new(stype, tuple(t.shape), self.ctx,
                              parts=_dense_to_parts(stype, t.detach()), dense=t)
         return values
+
+    def gradient(self, i, g):
+        """Argument i's gradient as its array stores it: a dense sum of gradients where sparse
+        kernels gave some of them keeps their rows (stored zeros included) with its non-zero
+        rows, as a sparse COO tensor; otherwise `g` itself."""
+        rows = self.row_lists.get(i)
+        if not rows or g is None or g.is_sparse or g.dim() == 0:
+            return g
+        nonzero = g.reshape(g.shape[0], -1).ne(0).any(1).nonzero().reshape(-1)
+        rows = torch.unique(torch.cat([r.to(g.device) for r in rows] + [nonzero]))
+        return torch.sparse_coo_tensor(rows.reshape(1, -1), g[rows], g.shape,
+                                       check_invariants=False, is_coalesced=True)
 
     def outputs(self, outputs):
         """The executor's output arrays, sparse where a head's storage type is."""

@@ -186,3 +186,40 @@ def test_hybridized_block_on_csr_input():
     np.testing.assert_allclose(y.asnumpy(), [[3.5, 3.5], [0, 0], [2, 2]])
     np.testing.assert_allclose(net.w.grad().asnumpy(),
                                [[6, 6], [3, 3], [0, 0], [-2, -2], [4, 4]])
+
+
+def test_factorization_machine_graph_as_mxnet():
+    """MXNet's sparse factorization-machine model: v's gradient keeps the rows the csr data
+    stores (a stored zero's too) though square_sum's branch adds a dense gradient."""
+    x = mx.sym.var('data', stype='csr')
+    v, w1 = mx.sym.var('v', stype='row_sparse'), mx.sym.var('w1_weight', stype='row_sparse')
+    linear = mx.sym.broadcast_add(mx.sym.dot(x, w1), mx.sym.var('w1_bias'))
+    v_s = mx.sym._internal._square_sum(data=v, axis=1, keepdims=True)
+    pair = mx.sym.sum(0.5 * mx.sym.square(mx.sym.dot(x, v)), axis=1, keepdims=True) - \
+        0.5 * mx.sym.dot(mx.sym.square(x), v_s)
+    model = mx.sym.LogisticRegressionOutput(mx.sym.elemwise_add(linear, pair),
+                                            mx.sym.var('softmax_label'))
+    ex = model.simple_bind(mx.cpu(), data=(3, 6), v=(6, 2), w1_weight=(6, 1), w1_bias=(1,),
+                           softmax_label=(3, 1),
+                           grad_req={'data': 'null', 'softmax_label': 'null', 'v': 'write',
+                                     'w1_weight': 'write', 'w1_bias': 'write'})
+    ex.arg_dict['data'][:] = mx.nd.sparse.csr_matrix(
+        (np.array([1.5, 2, 0, 3, -1], 'float32'), np.array([1, 4, 2, 0, 3]),
+         np.array([0, 2, 3, 5])), shape=(3, 6))
+    ex.arg_dict['v'][:] = mx.nd.array(
+        (np.arange(12, dtype='float32').reshape(6, 2) - 5) / 7).tostype('row_sparse')
+    ex.arg_dict['w1_weight'][:] = mx.nd.array(
+        np.arange(6, dtype='float32').reshape(6, 1) / 5).tostype('row_sparse')
+    ex.arg_dict['w1_bias'][:] = 0.1
+    ex.arg_dict['softmax_label'][:] = np.array([[1], [0], [1]])
+    np.testing.assert_allclose(ex.forward(is_train=True)[0].asnumpy(),
+                               [[0.72296], [0.52498], [0.57344]], rtol=1e-4)
+    ex.backward()
+    expected = {'v': [[0.18281, 0.36562], [-0.3562, -0.47493], [0.0, 0.0],
+                      [-0.91405, -0.73124], [0.3562, 0.23746]],
+                'w1_weight': [[-1.27967], [-0.41556], [0.0], [0.42656], [-0.55408]]}
+    for name, values in expected.items():
+        kind, rows, got = _parts(ex.grad_dict[name])
+        assert (kind, rows) == ('row_sparse', [0, 1, 2, 3, 4])
+        np.testing.assert_allclose(got, values, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ex.grad_dict['w1_bias'].asnumpy(), [-0.17862], rtol=1e-4)

@@ -235,8 +235,10 @@ def _csr_dense_dot(other):
         data, indptr, idx = a._get_parts()
         w = b._tensor
         with torch.set_grad_enabled(_recording()):
-            if w.requires_grad and id(w) in getattr(_GRAPH, 'row_grads', ()):
-                return [_wrap(_CsrDotRows.apply(w, data, indptr, idx, a.shape), b.context)]
+            rows = getattr(_GRAPH, 'row_grads', {}).get(id(w)) if w.requires_grad else None
+            if rows is not None:
+                return [_wrap(_CsrDotRows.apply(w, data, indptr, idx, a.shape, rows),
+                              b.context)]
             return [_wrap(torch.sparse.mm(_torch_csr(data, indptr, idx, a.shape, w), w),
                           b.context)]
     kernel.declines_dense = other.declines_dense
@@ -253,12 +255,13 @@ def _torch_csr(data, indptr, idx, shape, like):
 
 class _CsrDotRows(torch.autograd.Function):
     """csr x w, whose gradient of w is a sparse COO tensor of the rows the csr array's stored
-    columns name (each once, stored zeros included), computed from the stored elements only."""
+    columns name (each once, stored zeros included), computed from the stored elements only;
+    those rows are added to the list `stored` too (other gradients of w may add up to dense)."""
 
     @staticmethod
-    def forward(ctx, w, data, indptr, idx, shape):
+    def forward(ctx, w, data, indptr, idx, shape, stored):
         ctx.save_for_backward(data, indptr, idx)
-        ctx.w_shape = tuple(w.shape)
+        ctx.w_shape, ctx.stored = tuple(w.shape), stored
         return torch.sparse.mm(_torch_csr(data, indptr, idx, shape, w), w)
 
     @staticmethod
@@ -267,13 +270,14 @@ class _CsrDotRows(torch.autograd.Function):
         device = grad.device
         idx = idx.long().to(device)
         rows, where = torch.unique(idx, return_inverse=True)
+        ctx.stored.append(rows)
         owner = torch.repeat_interleave(torch.arange(len(indptr) - 1, device=device),
                                         (indptr[1:] - indptr[:-1]).long().to(device))
         values = torch.zeros((len(rows), grad.shape[1]), dtype=grad.dtype, device=device)
         values.index_add_(0, where, data.to(device, grad.dtype).reshape(-1, 1) * grad[owner])
         g = torch.sparse_coo_tensor(rows.reshape(1, -1), values, ctx.w_shape,
                                     check_invariants=False, is_coalesced=True)
-        return g, None, None, None, None
+        return g, None, None, None, None, None
 
 
 _rows_union = _structured(rows=_union_rows, mask=_union_mask)
@@ -283,13 +287,14 @@ _GRAPH = threading.local()     # .grad: set while a bound graph's step runs a ke
 
 
 @contextlib.contextmanager
-def bound_graph(grad, row_grads=()):
+def bound_graph(grad, row_grads=None):
     """A bound executor's step running a kernel: torch's grad mode there (`grad`), not
-    mx.autograd's recording, decides whether kernels keep the graph; the leaves whose ids are
-    in `row_grads` (arguments with row_sparse gradient arrays) get their gradients from
-    dot(csr, dense) as sparse rows, the csr operand's stored columns, as MXNet's backward."""
-    saved = getattr(_GRAPH, 'grad', None), getattr(_GRAPH, 'row_grads', ())
-    _GRAPH.grad, _GRAPH.row_grads = grad, row_grads
+    mx.autograd's recording, decides whether kernels keep the graph; the leaves whose ids key
+    `row_grads` (arguments with row_sparse gradient arrays) get their gradients from
+    dot(csr, dense) as sparse rows, the csr operand's stored columns, as MXNet's backward,
+    each backward adding the rows it stores to the leaf's list there."""
+    saved = getattr(_GRAPH, 'grad', None), getattr(_GRAPH, 'row_grads', {})
+    _GRAPH.grad, _GRAPH.row_grads = grad, row_grads or {}
     try:
         yield
     finally:
