@@ -12,7 +12,7 @@ each written four ways and timed interleaved:
 Nets: MLP 784-256-128-10 (relu), batch 64; CNN conv 3x3x16 - relu - maxpool - conv 3x3x32 -
 relu - maxpool - dense 10 on 1x28x28, batch 32.
 
-    python benchmarks/bench_gluon.py [--rounds 9] [--ctx gpu] [--calls]
+    python benchmarks/bench_gluon.py [--rounds 9] [--ctx gpu] [--calls] [--cpu-time]
 
 --calls times single small calls instead (mx.nd.relu, x + y, FullyConnected, a Dense layer)
 against the same torch calls: the per-call Python overhead of the imperative path.
@@ -21,6 +21,7 @@ import argparse
 import logging
 import statistics
 import sys
+import time
 
 import numpy as np
 import torch
@@ -186,7 +187,11 @@ def main(argv=()):
     parser.add_argument('--ctx', default='cpu', choices=('cpu', 'gpu'))
     parser.add_argument('--calls', action='store_true',
                         help='time single small calls instead (per-call overhead)')
+    parser.add_argument('--cpu-time', action='store_true',
+                        help="time by this thread's CPU time instead of wall time (steadier "
+                             'when other jobs share the machine; 1 torch thread, CPU only)')
     args = parser.parse_args(list(argv))
+    timer = time.thread_time if args.cpu_time else time.perf_counter
     if args.calls:
         return [call_overheads(args.rounds, args.seconds)]
     ctx = mx.gpu(0) if args.ctx == 'gpu' else mx.cpu()
@@ -204,7 +209,7 @@ def main(argv=()):
         candidates = {k: _synced(v, ctx) for k, v in candidates.items()}
         samples = {}
         medians = interleaved(candidates, rounds=args.rounds, seconds=args.seconds,
-                              samples=samples)
+                              samples=samples, timer=timer)
         text = report('%s: training step (%s)' % (title, args.ctx), medians,
                       'PyTorch nn.Module eager')
 

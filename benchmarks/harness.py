@@ -13,9 +13,12 @@ def machine():
         platform.python_version())
 
 
-def interleaved(candidates, rounds=9, seconds=0.5, warmup=3, samples=None):
+def interleaved(candidates, rounds=9, seconds=0.5, warmup=3, samples=None,
+                timer=time.perf_counter):
     """{name: fn} -> {name: median seconds per call}. Each round times each fn for ~`seconds`.
-    A dict passed as `samples` receives every round's time per call: {name: [seconds]}."""
+    A dict passed as `samples` receives every round's time per call: {name: [seconds]}.
+    `timer`: the clock the rounds are timed with (time.thread_time: this thread's CPU time,
+    steadier than wall time on a machine other jobs share, for single-threaded work)."""
     names = list(candidates)
     for name in names:
         for _ in range(warmup):
@@ -34,10 +37,10 @@ def interleaved(candidates, rounds=9, seconds=0.5, warmup=3, samples=None):
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
             fn, n = candidates[name], calls[name]
-            start = time.perf_counter()
+            start = timer()
             for _ in range(n):
                 fn()
-            samples[name].append((time.perf_counter() - start) / n)
+            samples[name].append((timer() - start) / n)
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
