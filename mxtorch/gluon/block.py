@@ -31,6 +31,10 @@ from .parameter import DeferredInitializationError, Parameter, ParameterDict
 from .utils import _brief_print_list, _flatten, _indent, _regroup, HookHandle
 
 
+# torch's grad-mode switch itself (torch.set_grad_enabled wraps it in an object per call)
+_set_grad_enabled = getattr(torch._C, '_set_grad_enabled', torch.set_grad_enabled)
+
+
 class _BlockScope:
     """The Block whose name_scope() is open, and its counters for naming children."""
     _current = threading.local()
@@ -447,6 +451,7 @@ class _CachedGraph:
         ops = [n.op for n in topo_order(out._entries) if n.op is not None]
         self.imperative = CachedOp(out) if any(op.dynamic_shape for op in ops) else None
         self.n_ops = len(ops)         # a recorded call inlines graphs of up to inline_limit
+        self.inline = self.inline_for = None     # HybridBlock._inlined, for its flags list
 
 
 class _Binding:
@@ -622,24 +627,47 @@ class HybridBlock(Block):
         else:
             data = self._flat_inputs(args)
         ctx = data[0]._ctx
-        key = (ctx,) + tuple((a._tensor.shape, a._tensor.dtype) for a in data)
+        if len(data) == 1:
+            tensor = data[0]._tensor
+            key = (ctx, tensor.shape, tensor.dtype)
+        else:
+            key = (ctx,) + tuple((a._tensor.shape, a._tensor.dtype) for a in data)
         binding = cached.bindings.get(key)
         tensors = binding.tensors(data) if binding is not None else None
         if tensors is None:
-            if cached.imperative is not None:
-                return self._call_imperative(cached, args, data, ctx)
-            binding = cached.bindings[key] = self._bind(cached, args, data, ctx)
+            with ctx:
+                if cached.imperative is not None:
+                    return self._call_imperative(cached, args, data, ctx)
+                binding = cached.bindings[key] = self._bind(cached, args, data, ctx)
             tensors = binding.tensors(data)
         monitor = None if self._callback is None else _op_hook(cached.out, self._callback)
-        with torch.set_grad_enabled(autograd.is_recording()):
+        recording = autograd.is_recording()
+        grad_mode = torch.is_grad_enabled()
+        if grad_mode != recording:
+            _set_grad_enabled(recording)
+        try:
             heads = binding.executor.run_on(tensors, autograd.is_training(), monitor=monitor,
                                             monitor_all=self._monitor_all)
-        if autograd.is_recording():
-            flags = dict(self._flags)
-            autograd._record_graph(cached.out, tensors, heads, not flags.get('static_alloc') and
-                                   cached.n_ops <= flags.get('inline_limit', 2))
+        finally:
+            if grad_mode != recording:
+                _set_grad_enabled(grad_mode)
+        if recording:
+            autograd._record_graph(cached.out, tensors, heads, self._inlined(cached))
+        if self._out_format == 0:              # one output, as traced
+            return _wrap(heads[0], ctx)
         outs = [_wrap(h, ctx) for h in heads]
         return _regroup(outs, self._out_format)[0]
+
+    def _inlined(self, cached):
+        """Whether a recorded call shows in get_symbol as the graph's own operators (no
+        static_alloc, at most inline_limit of them) rather than one _CachedOp node."""
+        flags = self._flags
+        if cached.inline_for is not flags:     # hybridize() gives a new flags list
+            options = dict(flags)
+            cached.inline = not options.get('static_alloc') and \
+                cached.n_ops <= options.get('inline_limit', 2)
+            cached.inline_for = flags
+        return cached.inline
 
     def _flat_inputs(self, args):
         """The non-None NDArrays of nested args, whose structure must be the traced one's."""
@@ -756,14 +784,14 @@ class HybridBlock(Block):
             # F.np / F.npx are mx.np / mx.npx): mxtorch traces graphs of classic operators only
             if self._active and not is_np_array():
                 if ctxs is None:
-                    ctxs = {first}.union(a._ctx for a in args) if args else (first,)
+                    ctxs = {first}.union(a._ctx for a in args) if args else ()
                 if len(ctxs) > 1:
                     raise ValueError('Find multiple contexts in the input, After hybridized, '
                                      'the HybridBlock only supports one input context. You can '
                                      'print the ele.ctx in the input arguments to inspect '
                                      'their contexts. Find all contexts = %s' % ctxs)
-                with first:
-                    return self._call_cached_op(x, *args)
+                # (binding or tracing runs under the inputs' context; a bound plan needs none)
+                return self._call_cached_op(x, *args)
             with first:
                 try:
                     params = {k: v.data(first) for k, v in self._reg_params.items()}
