@@ -115,3 +115,23 @@ def test_compiled_code_shared_by_one_structure():
     assert e1._forward_infer.fn.__code__ is e2._forward_infer.fn.__code__
     assert e1._forward_train.fn.__code__ is e2._forward_train.fn.__code__
     assert e1._forward_infer is not e2._forward_infer        # each executor has its own function
+
+
+def test_inference_applies_each_rule_once_when_shapes_flow_forward(monkeypatch):
+    """Shape inference revisits an operator only when another rule changed one of its
+    entries: a chain whose shapes all follow from the data runs each rule once, and shapes that
+    flow backwards (a partial data shape completed by an operator downstream) still arrive."""
+    from mxtorch.symbol import infer
+    calls = []
+    real = infer._apply_rule
+    monkeypatch.setattr(infer, '_apply_rule',
+                        lambda node, table, rule: calls.append(node.name) or real(node, table,
+                                                                                    rule))
+    sym = _net()
+    arg_shapes, out_shapes, aux_shapes = sym.infer_shape(data=(2, 3, 10, 10))
+    assert sorted(calls) == sorted(n.name for n in sym._nodes() if n.op is not None)
+    assert out_shapes == [(2, 10)] and arg_shapes[sym.list_arguments().index('fc1_weight')] \
+        == (400, 800)
+    a, b = mx.sym.Variable('a'), mx.sym.Variable('b')
+    arg_shapes, out_shapes, _ = mx.sym.elemwise_add(a, b).infer_shape_partial(a=(0, 3), b=(5, 0))
+    assert arg_shapes == [(5, 3), (5, 3)] and out_shapes == [(5, 3)]

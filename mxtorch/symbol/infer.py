@@ -51,7 +51,7 @@ class _Table:
 
     def __init__(self, merge_fn):
         self.values = {}
-        self.changed = False
+        self.changed = []           # keys whose value changed since the caller last looked
         self._merge = merge_fn
 
     def get(self, entry):
@@ -67,7 +67,7 @@ class _Table:
             raise _node_error(node, err) from None
         if old is None or new != old:      # (np.dtype('float64') == None is True)
             self.values[key] = new
-            self.changed = True
+            self.changed.append(key)
 
 
 def _merge_type(provided, inferred):
@@ -92,14 +92,30 @@ def _apply_rule(node, table, rule):
 
 
 def _fixpoint(order, table, step):
+    """Forward and backward passes over the operators until nothing changes, as MXNet's; a
+    pass applies a rule only to an operator one of whose entries another rule changed since
+    it last ran (all at first), so a pass that would change nothing is not run at all."""
     ops = [n for n in order if n.op is not None]
+    users = {}                  # entry key -> the operators reading or writing it
+    for node in ops:
+        for entry in node.inputs:
+            users.setdefault((id(entry[0]), entry[1]), []).append(node)
+        for k in range(node.num_outputs()):
+            users.setdefault((id(node), k), []).append(node)
+    dirty = {id(n) for n in ops}
+    table.changed.clear()
     for _ in range(MAX_ROUNDS):
-        table.changed = False
-        for node in ops:
-            step(node)
-        for node in reversed(ops):
-            step(node)
-        if not table.changed:
+        for pass_ops in (ops, ops[::-1]):
+            for node in pass_ops:
+                if id(node) not in dirty:
+                    continue
+                dirty.discard(id(node))
+                step(node)
+                if table.changed:
+                    for key in table.changed:
+                        dirty.update(id(n) for n in users.get(key, ()) if n is not node)
+                    table.changed.clear()
+        if not dirty:
             break
 
 
