@@ -29,21 +29,23 @@ D = 'default'
 
 
 def value_stypes(plan, input_stypes):
-    """{value name: storage type} over the plan, from the inputs' storage types (the ops'
-    rules; an operator without rules, or whose rule gives None, falls back to dense)."""
-    stypes = dict(zip(plan.input_names, input_stypes))
+    """{value name: storage type} of the plan's sparse values (the others are dense), from the
+    inputs' storage types by the ops' rules (an operator without rules, or whose rule gives
+    None, falls back to dense)."""
+    sparse = {n: s for n, s in zip(plan.input_names, input_stypes) if s != D}
     for step in plan.steps:
-        in_st = [stypes[n] for n in step.inputs]
         rule = step.op.infer_storage
-        out = None
-        if rule is not None:
-            try:
-                out = rule(step.params, in_st)
-            except MXNetError as err:
-                raise MXNetError('Error in operator %s: %s' % (step.node.name, err)) from None
-        for k, name in enumerate(step.outputs):
-            stypes[name] = out[k] if out is not None and k < len(out) else D
-    return stypes
+        if rule is None:
+            continue
+        try:
+            out = rule(step.params, [sparse.get(n, D) for n in step.inputs])
+        except MXNetError as err:
+            raise MXNetError('Error in operator %s: %s' % (step.node.name, err)) from None
+        if out is not None:
+            for name, st in zip(step.outputs, out):
+                if st != D:
+                    sparse[name] = st
+    return sparse
 
 
 def _dense(x):
@@ -121,7 +123,7 @@ class StorageTypes:
     def __init__(self, plan, stypes, input_stypes, ctx, row_grad_positions):
         self.stypes = stypes
         self.input_stypes = input_stypes
-        self.heads = [stypes[h] for h in plan.heads]
+        self.heads = [stypes.get(h, D) for h in plan.heads]
         self.sparse_inputs = [i for i, s in enumerate(input_stypes) if s != D]
         self.sparse_set = set(self.sparse_inputs)
         self.row_grad_positions = set(row_grad_positions)
@@ -136,7 +138,7 @@ class StorageTypes:
         of `arrays` (arguments, then auxiliary states) carried through it."""
         input_stypes = [getattr(a, '_stype', None) or D for a in arrays]
         stypes = value_stypes(plan, input_stypes)
-        if all(s == D for s in stypes.values()):
+        if not stypes:
             return None
         rows = [i for i, g in enumerate(grad_arrays)
                 if g is not None and getattr(g, '_stype', None) == 'row_sparse']
