@@ -538,10 +538,12 @@ class FusedRNN(Initializer):
                                   self._mode, self._bidirectional)
         for name, offset, shape in layout:
             count = int(np.prod(shape))
-            piece = NDArray(flat[offset:offset + count].clone().reshape(shape), arr.context)
+            # each piece is initialised in place, as a view of the (private) flat copy
+            piece = NDArray(flat[offset:offset + count].view(shape), arr.context)
             if self._mode == 'lstm' and name.endswith('_f_bias'):
                 piece[:] = self._forget_bias
             else:
                 init(InitDesc(name, global_init=global_init), piece)
-            flat[offset:offset + count] = piece._tensor.reshape(-1)
+            if piece._tensor.data_ptr() != flat[offset:].data_ptr():   # the array was replaced
+                flat[offset:offset + count] = piece._tensor.reshape(-1)
         _write(arr, flat)
