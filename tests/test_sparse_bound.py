@@ -223,3 +223,18 @@ def test_factorization_machine_graph_as_mxnet():
         assert (kind, rows) == ('row_sparse', [0, 1, 2, 3, 4])
         np.testing.assert_allclose(got, values, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(ex.grad_dict['w1_bias'].asnumpy(), [-0.17862], rtol=1e-4)
+
+
+def test_csr_argument_of_dot_gets_zero_gradient_bound():
+    """MXNet's executor writes zeros for the csr operand's gradient of dot(csr, dense)."""
+    d, w = mx.sym.var('data', stype='csr'), mx.sym.var('w')
+    ex = mx.sym.dot(d, w).simple_bind(mx.cpu(), data=(3, 5), w=(5, 2))
+    ex.arg_dict['data'][:] = _csr_with_stored_zero()
+    ex.arg_dict['w'][:] = np.ones((5, 2))
+    ex.grad_dict['data'][:] = 7
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.ones((3, 2)))
+    assert _parts(ex.grad_dict['data']) == ['default', np.zeros((3, 5)).tolist()]
+    assert _parts(ex.grad_dict['w']) == ['row_sparse', [0, 1, 2, 3, 4],
+                                         [[3.0, 3.0], [1.5, 1.5], [0.0, 0.0], [-1.0, -1.0],
+                                          [2.0, 2.0]]]

@@ -223,14 +223,17 @@ def _csr_columns(p, inputs):
 def _csr_dense_dot(other):
     """dot(csr, dense) with a dense result: a sparse matrix product on the csr array's parts
     (its dense form unbuilt), recorded by autograd for the dense operand's gradient; other
-    combinations go to `other` (in a bound graph keeping gradients: to the dense kernel)."""
+    combinations go to `other` (in a bound graph keeping gradients: to the dense kernel).
+    In a bound graph the csr operand gets no gradient (MXNet's executor writes zeros)."""
     def kernel(op, p, inputs, out_stypes):
         a, b = inputs
+        graph = getattr(_GRAPH, 'grad', None)
         if a.stype != C or b.stype not in (D, R) or out_stypes != [D] or p.transpose_a or \
                 p.transpose_b or p.forward_stype is not None or a.dtype != b.dtype or \
                 not b._tensor.dtype.is_floating_point or b.ndim != 2 or \
-                a._grad is not None or (a._dense is not None and a._dense.requires_grad):
-            return None if getattr(_GRAPH, 'grad', None) else other(op, p, inputs, out_stypes)
+                (graph is None and (a._grad is not None or
+                                    (a._dense is not None and a._dense.requires_grad))):
+            return None if graph else other(op, p, inputs, out_stypes)
         from ..ndarray.ndarray import _wrap
         data, indptr, idx = a._get_parts()
         w = b._tensor
