@@ -1,7 +1,11 @@
 """Binding and loading do no work the first forward does not need: large zero arrays are lazily
-zeroed (no memset at bind), a loaded .params file is read once (arrays are views of that read),
-compiled code is shared by graphs of one structure; and the numbers stay the same."""
+zeroed (no memset at bind), a loaded .params file is mapped or read once (arrays are views of
+it), compiled code is shared by graphs of one structure, shape inference revisits only what
+changed; and the numbers stay the same."""
+import os
+
 import numpy as np
+import pytest
 import torch
 
 import mxtorch as mx
@@ -135,3 +139,29 @@ def test_inference_applies_each_rule_once_when_shapes_flow_forward(monkeypatch):
     a, b = mx.sym.Variable('a'), mx.sym.Variable('b')
     arg_shapes, out_shapes, _ = mx.sym.elemwise_add(a, b).infer_shape_partial(a=(0, 3), b=(5, 0))
     assert arg_shapes == [(5, 3), (5, 3)] and out_shapes == [(5, 3)]
+
+
+def test_large_file_loads_as_a_private_mapping(tmp_path):
+    """A large .params file is mapped copy-on-write: the arrays are views of the mapping,
+    writing one changes neither the file nor a later load, and a file replaced by a new save
+    leaves arrays loaded before as they were."""
+    import mmap
+    rng = np.random.RandomState(0)
+    w = rng.rand(600, 500).astype(np.float32)                 # 1.2 MB: past MAP_BYTES
+    path = str(tmp_path / 'big.params')
+    mx.nd.save(path, {'w': mx.nd.array(w), 'i': mx.nd.array([1, 2, 3], dtype='int32')})
+    with open(path, 'rb') as f:
+        assert isinstance(serialization._file_bytes(f).base.obj, mmap.mmap)
+    loaded = mx.nd.load(path)
+    np.testing.assert_array_equal(loaded['w'].asnumpy(), w)
+    np.testing.assert_array_equal(loaded['i'].asnumpy(), [1, 2, 3])
+    loaded['w'][:] = 7                                        # copy-on-write: private
+    np.testing.assert_array_equal(mx.nd.load(path)['w'].asnumpy(), w)
+    again = mx.nd.load(path)
+    mx.nd.save(path, {'w': mx.nd.zeros((600, 500)), 'i': mx.nd.zeros((3,), dtype='int32')})
+    np.testing.assert_array_equal(again['w'].asnumpy(), w)   # the old file's pages stay
+    assert loaded['w'].asnumpy().min() == 7
+    with open(path, 'r+b') as f:                              # sizes are still checked
+        f.truncate(os.path.getsize(path) - 100)
+    with pytest.raises(mx.MXNetError, match='Invalid NDArray file'):
+        mx.nd.load(path)

@@ -9,7 +9,9 @@ parts of a sparse record against its shape (without densifying it).
 """
 import functools
 import math
+import mmap
 import os
+import stat
 import struct
 import tempfile
 
@@ -291,17 +293,41 @@ def _parse_list(buf, owned=False):
     return dict(zip(names, arrays))
 
 
+MAP_BYTES = 1 << 20     # files at least this large are mapped, not read
+
+
+def _file_bytes(f):
+    """The whole of an open file as a writable uint8 array that only the caller uses. A
+    regular file of MAP_BYTES or more is mapped copy-on-write (MAP_PRIVATE): its pages come
+    from the OS's file cache when first read, and a page is copied only if an array over it is
+    written, so loading costs neither a copy nor fresh memory (the cost of a read into a
+    buffer of our own is mostly the OS providing the buffer's pages). Smaller files, and files
+    that cannot be mapped, are read once into a buffer."""
+    info = os.fstat(f.fileno())
+    if stat.S_ISREG(info.st_mode) and info.st_size >= MAP_BYTES:
+        try:
+            return np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY),
+                                 dtype=np.uint8)
+        except (OSError, ValueError):
+            pass
+    data = torch.empty(info.st_size, dtype=torch.uint8).numpy()
+    return data[:f.readinto(memoryview(data))]
+
+
 def load(fname):
-    """Load arrays written by `mx.nd.save` (or MXNet's own): a list, or a dict of name -> array."""
+    """Load arrays written by `mx.nd.save` (or MXNet's own): a list, or a dict of name -> array.
+
+    The arrays are views of one copy-on-write mapping of a large file (see _file_bytes): as for
+    any mapped file, rewriting the file in place (truncating it) while they are in use is an
+    error; `mx.nd.save` and the checkpoint savers replace a file (write a new one and rename
+    it), which leaves loaded arrays as they were."""
     if not isinstance(fname, (str, os.PathLike)):
         raise TypeError('fname required to be a string, got %s' % type(fname).__name__)
     with open(fname, 'rb') as f:
-        # read once into memory of our own; the arrays are views of it (no second copy)
-        data = torch.empty(os.fstat(f.fileno()).st_size, dtype=torch.uint8).numpy()
-        got = f.readinto(memoryview(data))
+        data = _file_bytes(f)
     with reading(fname, 'file'):
         try:
-            return _parse_list(data[:got], owned=True)
+            return _parse_list(data, owned=True)
         except PARSE_ERRORS as err:
             raise _invalid('%s: %s' % (type(err).__name__, err)) from None
 
