@@ -115,6 +115,56 @@ def _dot_candidates(batch=256, features=100000, out=64, density=0.001):
             'PyTorch eager torch.sparse.mm + backward': torch_sparse}
 
 
+def _bound_dot_candidates(batch=256, features=100000, out=64, density=0.001):
+    """One training step of a bound linear model on csr data (MXNet's sparse linear
+    classification): dot(csr, w) + b, LogisticRegressionOutput, forward + backward, the
+    weight's gradient row_sparse (w dense, and w row_sparse as the example binds it)."""
+    import scipy.sparse as sp
+    rng = np.random.RandomState(2)
+    csr_sp = sp.random(batch, features, density=density, format='csr', dtype=np.float32,
+                       random_state=rng)
+    w_np = rng.uniform(-0.1, 0.1, (features, out)).astype(np.float32)
+    labels = rng.randint(0, 2, (batch, out)).astype(np.float32)
+
+    def executor(w_stype):
+        data = mx.sym.var('data', stype='csr')
+        w, b = mx.sym.var('w', stype=w_stype), mx.sym.var('b')
+        y = mx.sym.LogisticRegressionOutput(
+            mx.sym.broadcast_add(mx.sym.sparse.dot(data, w), b), mx.sym.var('label'))
+        ex = y.simple_bind(mx.cpu(), data=(batch, features), w=(features, out), b=(1, out),
+                           label=(batch, out), grad_req={'data': 'null', 'w': 'write',
+                                                         'b': 'write', 'label': 'null'})
+        ex.arg_dict['data'][:] = mx.nd.sparse.csr_matrix(csr_sp)
+        ex.arg_dict['w'][:] = mx.nd.array(w_np).tostype(w_stype)
+        ex.arg_dict['label'][:] = labels
+
+        def step():
+            ex.forward(is_train=True)
+            ex.backward()
+            ex.grad_dict['w'].data.wait_to_read()
+        return step
+
+    x_dense = torch.from_numpy(csr_sp.toarray())
+    wt = torch.from_numpy(w_np).requires_grad_()
+    bt = torch.zeros(1, out, requires_grad=True)
+    lt = torch.from_numpy(labels)
+
+    x_sparse = torch.sparse_csr_tensor(torch.from_numpy(csr_sp.indptr).long(),
+                                       torch.from_numpy(csr_sp.indices).long(),
+                                       torch.from_numpy(csr_sp.data), (batch, features))
+
+    def torch_step(x):
+        def step():
+            wt.grad = bt.grad = None
+            z = (torch.sparse.mm(x, wt) if x.layout == torch.sparse_csr else x @ wt) + bt
+            z.backward(torch.sigmoid(z.detach()) - lt)       # the logistic loss's gradient
+        return step
+    return {'mxtorch bound, w dense': executor('default'),
+            'mxtorch bound, w row_sparse': executor('row_sparse'),
+            'PyTorch eager dense matmul + backward': torch_step(x_dense),
+            'PyTorch eager torch.sparse.mm + backward': torch_step(x_sparse)}
+
+
 def main():
     texts = []
     for optimizer in ('sgd', 'adam'):
@@ -138,6 +188,10 @@ def main():
                                   _step_allocations('torch', touched)))
     texts.append(report('dot(csr 256 x 100000, 0.1% dense) x dense (100000 x 64), fwd+bwd',
                         interleaved(_dot_candidates(), rounds=7, seconds=1.0, warmup=2),
+                        'PyTorch eager dense matmul + backward'))
+    texts.append(report('bound linear model on csr 256 x 100000 (0.1%), w 100000 x 64: '
+                        'forward + backward', interleaved(_bound_dot_candidates(), rounds=7,
+                                                          seconds=1.0, warmup=2),
                         'PyTorch eager dense matmul + backward'))
     return texts
 
