@@ -61,6 +61,8 @@ class _Table:
         if value is None:
             return
         old = self.values.get(key)
+        if old is not None and (old is value or old == value):
+            return                          # (the common case: nothing new)
         try:
             new = self._merge(old, value)
         except ShapeError as err:
@@ -96,25 +98,27 @@ def _fixpoint(order, table, step):
     pass applies a rule only to an operator one of whose entries another rule changed since
     it last ran (all at first), so a pass that would change nothing is not run at all."""
     ops = [n for n in order if n.op is not None]
-    users = {}                  # entry key -> the operators reading or writing it
+    users = {}                  # id(node) -> the operators reading or writing its outputs
     for node in ops:
-        for entry in node.inputs:
-            users.setdefault((id(entry[0]), entry[1]), []).append(node)
-        for k in range(node.num_outputs()):
-            users.setdefault((id(node), k), []).append(node)
+        users.setdefault(id(node), []).append(id(node))
+        for child, _ in node.inputs:
+            users.setdefault(id(child), []).append(id(node))
     dirty = {id(n) for n in ops}
-    table.changed.clear()
+    changed = table.changed
+    changed.clear()
     for _ in range(MAX_ROUNDS):
         for pass_ops in (ops, ops[::-1]):
             for node in pass_ops:
-                if id(node) not in dirty:
+                me = id(node)
+                if me not in dirty:
                     continue
-                dirty.discard(id(node))
+                dirty.discard(me)
                 step(node)
-                if table.changed:
-                    for key in table.changed:
-                        dirty.update(id(n) for n in users.get(key, ()) if n is not node)
-                    table.changed.clear()
+                if changed:
+                    for key in changed:
+                        dirty.update(users[key[0]])
+                    dirty.discard(me)
+                    changed.clear()
         if not dirty:
             break
 
