@@ -67,3 +67,24 @@ def test_wikitext_rows_of_token_ids(tmp_path, monkeypatch):
     loader = gluon.data.DataLoader(train, batch_size=2, last_batch='discard',
                                    sampler=gluon.contrib.data.IntervalSampler(3, 1))
     assert next(iter(loader))[0].shape == (2, 3)
+
+
+def test_unrecorded_write_to_array_saved_by_graph_backward_sees_new_values():
+    """Spectral-norm style: a Parameter used in the recorded forward is overwritten under
+    autograd.pause() before backward; backward reads the new values (numbers from MXNet 1.9.1)."""
+    from mxtorch import autograd, nd
+    w = nd.array(np.arange(12).reshape(4, 3) / 10. - 0.5)
+    u = nd.array([[0.3, -0.2, 0.5, 0.1]])
+    w.attach_grad()
+    u.attach_grad()
+    with autograd.record():
+        v = nd.L2Normalization(nd.dot(u, w))
+        u2 = nd.L2Normalization(nd.dot(v, w.T))
+        sigma = nd.sum(nd.dot(u2, w) * v)
+        with autograd.pause():
+            u[:] = u2
+        y = nd.dot(nd.ones((2, 3)), (w / sigma).T)
+    y.backward()
+    np.testing.assert_allclose(u.grad.asnumpy(), [[6.3364267, 2.3041553, -1.728116, -5.7603874]],
+                               rtol=1e-5)
+    np.testing.assert_allclose(w.grad.asnumpy()[0], [6.194525, 4.5644665, 2.9344072], rtol=1e-5)
