@@ -175,9 +175,10 @@ class StorageTypes:
         for i in leaf_positions:
             arr = arrays[i]
             lf = leaf(i, arr._tensor)
-            if i in sparse:
-                values[i] = _new(arr._stype, arr.shape, arr._ctx, parts=arr._get_parts(),
-                                 dense=lf)
+            if i in sparse:        # its parts, unless its dense form was written since
+                current = arr._dense is None or arr._dense._version == arr._dense_version
+                values[i] = _new(arr._stype, arr.shape, arr._ctx,
+                                 parts=arr._parts if current else None, dense=lf)
             else:
                 values[i] = lf
             if i in self.row_grad_positions:
@@ -202,7 +203,12 @@ class StorageTypes:
         kernels gave some of them keeps their rows (stored zeros included) with its non-zero
         rows, as a sparse COO tensor; otherwise `g` itself."""
         rows = self.row_lists.get(i)
-        if not rows or g is None or g.is_sparse or g.dim() == 0:
+        if not rows or g is None or g.dim() == 0:
+            return g
+        if g.is_sparse:
+            if len(rows) == 1 and g._nnz() == rows[0].numel():   # that kernel's rows alone:
+                return torch.sparse_coo_tensor(g._indices(), g._values(), g.shape,  # coalesced
+                                               check_invariants=False, is_coalesced=True)
             return g
         nonzero = g.reshape(g.shape[0], -1).ne(0).any(1).nonzero().reshape(-1)
         rows = torch.unique(torch.cat([r.to(g.device) for r in rows] + [nonzero]))

@@ -272,7 +272,10 @@ class _CsrDotRows(torch.autograd.Function):
         data, indptr, idx = ctx.saved_tensors
         device = grad.device
         idx = idx.long().to(device)
-        rows, where = torch.unique(idx, return_inverse=True)
+        used = torch.zeros(ctx.w_shape[0], dtype=torch.bool, device=device)
+        used[idx] = True                 # (a mask over w's rows: cheaper than sorting idx)
+        rows = used.nonzero().reshape(-1)
+        where = (torch.cumsum(used, 0) - 1)[idx]
         ctx.stored.append(rows)
         owner = torch.repeat_interleave(torch.arange(len(indptr) - 1, device=device),
                                         (indptr[1:] - indptr[:-1]).long().to(device))
