@@ -372,13 +372,15 @@ def _bn_type(p, ins, outs):
     return [ins[0]] + [F32] * 6, [np_dtype('int8'), F32, F32]
 
 
-register(OpDef('_contrib_quantized_batch_norm', _batch_norm,
-               params=dict(get_op('BatchNorm').params, **_CALIB),
-               # MXNet's input order; the moving statistics are arguments here, not aux states
-               inputs=('data', 'gamma', 'beta', 'moving_mean', 'moving_var', 'min_data',
-                       'max_data'),
-               outputs=('output', 'min_output', 'max_output'), differentiable=False,
-               infer_shape=_bn_shape, infer_type=_bn_type))
+_QUANTIZED_BN = OpDef('_contrib_quantized_batch_norm', _batch_norm,
+                      params=dict(get_op('BatchNorm').params, **_CALIB),
+                      inputs=('data', 'gamma', 'beta', 'moving_mean', 'moving_var', 'min_data',
+                              'max_data'),
+                      outputs=('output', 'min_output', 'max_output'), differentiable=False,
+                      infer_shape=_bn_shape, infer_type=_bn_type)
+# MXNet's input order, with the moving statistics aux states of the graph (as MXNet)
+_QUANTIZED_BN.mutated_args = ('moving_mean', 'moving_var')
+register(_QUANTIZED_BN)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -113,6 +113,9 @@ class OpDef:
     # upgrade_attrs(attrs, version): fixes, in place, the attrs of a node loaded from a graph
     # MXNet `version` saved (MXNet's load-time upgrades of one operator)
     upgrade_attrs = None
+    # names among the arguments that the operator mutates (MXNet's FMutateInputs): they are
+    # auxiliary states of a graph although they keep their place in MXNet's input order
+    mutated_args = ()
 
     def __init__(self, name, forward, params=None, inputs=('data',), aux=(), outputs=('output',),
                  visible_outputs=None, variadic=None, mode_dependent=False, creation=False,
@@ -181,6 +184,11 @@ class OpDef:
     def input_names(self, p):
         """All inputs in graph order: arguments first, then auxiliary states."""
         return self.arg_names(p) + self.aux_names(p)
+
+    def aux_positions(self, p, count):
+        """Positions, among a node's `count` inputs, of the inputs it mutates (aux states)."""
+        args = self.arg_names(p)
+        return [args.index(n) for n in self.mutated_args] + list(range(len(args), count))
 
     def monitor_input_names(self, p, count):
         """The names a monitor gives the inputs, as MXNet 1.9.1 does."""

@@ -58,6 +58,10 @@ class Node:
     def input_names(self):
         return self.op.input_names(self.params)
 
+    def aux_inputs(self):
+        """The (node, output) entries bound to the inputs this operator mutates."""
+        return [self.inputs[k] for k in self.op.aux_positions(self.params, len(self.inputs))]
+
     def num_args(self):
         """How many inputs are arguments (the rest are auxiliary states)."""
         return len(self.op.arg_names(self.params))
@@ -95,8 +99,7 @@ def mutated_variables(order):
     mutated = set()
     for node in order:
         if node.op is not None:
-            n_args = node.num_args()
-            for child, _ in node.inputs[n_args:]:
+            for child, _ in node.aux_inputs():
                 mutated.add(id(child))
     return mutated
 

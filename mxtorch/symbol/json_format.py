@@ -90,9 +90,9 @@ def _graph_json(heads, d):
             fields.append('"attrs": %s' % _attrs(node.attrs, d + 6))
         inputs = []
         if node.op is not None:
-            n_args = node.num_args()
+            aux = node.op.aux_positions(node.params, len(node.inputs))
             for k, (child, out) in enumerate(node.inputs):
-                version = 1 if k >= n_args and id(child) in mutated else 0
+                version = 1 if k in aux and id(child) in mutated else 0
                 inputs.append((index[id(child)], out, version))
         fields.append('"inputs": %s' % _entry_list(inputs, d + 6))
         if node.subgraphs:

@@ -1,0 +1,39 @@
+"""Behaviours MXNet's symbolic/Module example scripts rely on (found running them on mxtorch)."""
+import json
+import os
+import struct
+
+import numpy as np
+
+import mxtorch as mx
+
+
+def test_quantized_batch_norm_moving_stats_are_aux_states():
+    # MXNet 1.9.1: the moving statistics of a quantized BatchNorm are mutated inputs (aux
+    # states) although they sit among its inputs; a quantized model's params load as aux
+    x = mx.sym.var('data', dtype='int8')
+    q = mx.sym.contrib.quantized_batch_norm(
+        x, mx.sym.var('g'), mx.sym.var('b'), mx.sym.var('mm'), mx.sym.var('mv'),
+        mx.sym.var('lo'), mx.sym.var('hi'), min_calib_range=-1.0, max_calib_range=1.0,
+        name='qbn')
+    assert q.list_arguments() == ['data', 'g', 'b', 'lo', 'hi']
+    assert q.list_auxiliary_states() == ['mm', 'mv']
+    node = [n for n in json.loads(q.tojson())['nodes'] if n['op'] != 'null'][0]
+    assert node['inputs'] == [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 1], [4, 0, 1],
+                              [5, 0, 0], [6, 0, 0]]                       # MXNet's JSON
+    loaded = mx.sym.load_json(q.tojson())
+    assert loaded.list_auxiliary_states() == ['mm', 'mv']
+    args, _, aux = q.infer_shape(data=(2, 3, 4, 4))
+    assert args == [(2, 3, 4, 4), (3,), (3,), (1,), (1,)] and aux == [(3,), (3,)]
+
+    rng = np.random.RandomState(0)
+    data = mx.nd.array(rng.randint(-127, 128, (2, 3, 4, 4)), dtype='int8')
+    g, b = mx.nd.array(rng.rand(3) + 0.5), mx.nd.array(rng.rand(3))
+    mm, mv = mx.nd.array(rng.rand(3) - 0.5), mx.nd.array(rng.rand(3) + 0.5)
+    lo, hi = mx.nd.array([-2.0]), mx.nd.array([2.0])
+    ex = q.bind(mx.cpu(), {'data': data, 'g': g, 'b': b, 'lo': lo, 'hi': hi},
+                aux_states={'mm': mm, 'mv': mv})
+    got = ex.forward()[0].asnumpy()
+    want = mx.nd.contrib.quantized_batch_norm(data, g, b, mm, mv, lo, hi, min_calib_range=-1.0,
+                                              max_calib_range=1.0)[0].asnumpy()
+    np.testing.assert_array_equal(got, want)
