@@ -134,3 +134,16 @@ def test_toolkit_probing_for_a_pytorch_front_end_gets_mxnet_alone(tmp_path):
                            'c._require_pytorch_version(1, 2)'], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert 'RuntimeError: Legacy torch' in proc.stderr
+
+
+def test_operator_attr_values_become_strings():
+    # GluonCV's FeatureExpander: attr={'__init__': mx.init.Xavier(...)} on an operator symbol
+    init = mx.init.Xavier(magnitude=2)
+    y = mx.sym.Convolution(mx.sym.var('data'), num_filter=4, kernel=(1, 1), no_bias=True,
+                           name='c', attr={'__init__': init})
+    attrs = y.attr_dict()
+    assert attrs['c']['__init__'] == str(init)
+    assert attrs['c_weight']['__init__'] == str(init)
+    block = mx.gluon.SymbolBlock(mx.sym.Activation(y, act_type='relu'), [mx.sym.var('data')])
+    block.initialize()
+    assert block(mx.nd.ones((1, 3, 2, 2))).shape == (1, 4, 2, 2)

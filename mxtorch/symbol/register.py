@@ -36,7 +36,8 @@ def create(op_name, args, kwargs, func_name=None):
     kwargs.pop('out', None)       # MXNet's symbol functions accept and ignore out=
     raw, symbols, symbol_kw = split_call(op, args, kwargs, _is_symbol)
     extra = _split_attributes(op, raw)
-    scope = AttrScope._active().get({hide_key(k): v for k, v in (attr or {}).items()})
+    # an operator's attr values become strings, as MXNet passes them on (str() of an object)
+    scope = AttrScope._active().get({hide_key(k): str(v) for k, v in (attr or {}).items()})
     attrs = dict(scope)
     attrs.update(extra)
     attrs.update((k, format_attr_value(v)) for k, v in raw.items())
