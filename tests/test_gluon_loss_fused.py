@@ -117,3 +117,18 @@ def test_other_loss_graphs_are_not_fused():
     assert '_softmax_cross_entropy_per_sample' not in ex.get_optimized_symbol().tojson()
     out = ex.forward()
     np.testing.assert_allclose(out[0].asnumpy(), [0.4076, 0.4076], rtol=1e-3)
+
+
+def test_imperative_call_keeps_hooks_and_subclass_overrides():
+    x = mx.nd.array([[1.0, 2.0, 3.0], [1.0, 0.0, -1.0]])
+    label = mx.nd.array([2, 0])
+    loss = gluon.loss.SoftmaxCrossEntropyLoss()
+    seen = []
+    loss.register_forward_hook(lambda blk, inputs, out: seen.append(out.shape))
+    np.testing.assert_allclose(loss(x, label).asnumpy(), [0.4076, 0.4076], rtol=1e-3)
+    assert seen == [(2,)]
+
+    class Doubled(gluon.loss.SoftmaxCrossEntropyLoss):
+        def hybrid_forward(self, F, pred, label, sample_weight=None):
+            return 2 * super().hybrid_forward(F, pred, label, sample_weight)
+    np.testing.assert_allclose(Doubled()(x, label).asnumpy(), [0.8152, 0.8152], rtol=1e-3)

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import ndarray
 from ..base import numeric_types
+from ..ndarray.ndarray import NDArray
 from .block import HybridBlock
 
 __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SigmoidBinaryCrossEntropyLoss', 'SigmoidBCELoss',
@@ -121,9 +122,21 @@ class SoftmaxCrossEntropyLoss(Loss):
         self._sparse_label = sparse_label
         self._from_logits = from_logits
 
+    def forward(self, x, *args):
+        if not self._active and len(args) == 1 and x.__class__ is NDArray and \
+                args[0].__class__ is NDArray and self._fused and \
+                type(self).hybrid_forward is SoftmaxCrossEntropyLoss.hybrid_forward:
+            # the common imperative call: straight to the one-operator loss (hybrid_forward's)
+            return ndarray._internal._softmax_cross_entropy_per_sample(
+                x, args[0], axis=self._axis, batch_axis=self._batch_axis)
+        return super().forward(x, *args)
+
+    @property
+    def _fused(self):
+        return self._sparse_label and not self._from_logits and self._weight is None
+
     def hybrid_forward(self, F, pred, label, sample_weight=None):
-        if F is ndarray and self._sparse_label and not self._from_logits and \
-                sample_weight is None and self._weight is None:
+        if F is ndarray and self._fused and sample_weight is None:
             # the common case imperatively, in one call: the same values and gradients
             return F._internal._softmax_cross_entropy_per_sample(
                 pred, label, axis=self._axis, batch_axis=self._batch_axis)
