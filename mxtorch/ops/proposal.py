@@ -130,6 +130,30 @@ def _base_anchors(p, dtype):
     return torch.tensor(rows, dtype=dtype)
 
 
+def _greedy_nms(boxes, threshold, limit):
+    """Indices of the boxes (pixel corners, best first) greedy NMS keeps, at most `limit`: the
+    best box left is kept and the later ones whose IoU with it is above `threshold` (compared
+    in float64, as a Python float) are dropped. Each kept box computes its IoU only against
+    the boxes still left, the same arithmetic as _overlap's."""
+    x1, y1, x2, y2 = boxes.unbind(1)
+    areas = (x2 - x1 + 1.0) * (y2 - y1 + 1.0)
+    keep, left = [], torch.arange(boxes.shape[0])
+    while left.numel():
+        i, left = int(left[0]), left[1:]
+        keep.append(i)
+        if len(keep) == limit or not left.numel():
+            break
+        width = torch.minimum(x2[i], x2[left]) - torch.maximum(x1[i], x1[left]) + 1.0
+        height = torch.minimum(y2[i], y2[left]) - torch.maximum(y1[i], y1[left]) + 1.0
+        inter = width.clamp(min=0) * height.clamp(min=0)
+        union = areas[i] + areas[left] - inter
+        iou = torch.where(union > 0, inter / torch.where(union > 0, union,
+                                                         torch.ones_like(union)),
+                          torch.zeros_like(inter))
+        left = left[~(iou.to(torch.float64) > threshold)]
+    return keep
+
+
 def _proposals_one(p, scores, deltas, info, base):
     """(post_nms_top_n, 4) boxes and (post_nms_top_n,) scores for one image."""
     num_anchors, height, width = scores.shape
@@ -172,18 +196,7 @@ def _proposals_one(p, scores, deltas, info, base):
     pre = p.rpn_pre_nms_top_n if p.rpn_pre_nms_top_n > 0 else score.numel()
     order = order[:min(pre, score.numel())]
     boxes, score = boxes[order], score[order]
-    keep, suppressed = [], [False] * boxes.shape[0]
-    for i in range(boxes.shape[0]):
-        if suppressed[i]:
-            continue
-        keep.append(i)
-        if len(keep) == p.rpn_post_nms_top_n:
-            break
-        if i + 1 < boxes.shape[0]:
-            iou = _overlap(boxes[i], boxes[i + 1:], True).tolist()
-            for k, v in enumerate(iou):
-                if v > p.threshold:
-                    suppressed[i + 1 + k] = True
+    keep = _greedy_nms(boxes, p.threshold, p.rpn_post_nms_top_n)
     post = p.rpn_post_nms_top_n
     picks = torch.tensor([keep[i % len(keep)] for i in range(post)], dtype=torch.long)
     return boxes[picks], score[picks]
