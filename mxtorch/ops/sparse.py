@@ -279,8 +279,10 @@ class _CsrDotRows(torch.autograd.Function):
         ctx.stored.append(rows)
         owner = torch.repeat_interleave(torch.arange(len(indptr) - 1, device=device),
                                         (indptr[1:] - indptr[:-1]).long().to(device))
-        values = torch.zeros((len(rows), grad.shape[1]), dtype=grad.dtype, device=device)
-        values.index_add_(0, where, data.to(device, grad.dtype).reshape(-1, 1) * grad[owner])
+        # the csr's transpose over the used rows only, times the output's gradient
+        compact = torch.sparse_coo_tensor(torch.stack([where, owner]),
+                                          data.to(device, grad.dtype), (len(rows), grad.shape[0]))
+        values = torch.sparse.mm(compact, grad)
         g = torch.sparse_coo_tensor(rows.reshape(1, -1), values, ctx.w_shape,
                                     check_invariants=False, is_coalesced=True)
         return g, None, None, None, None, None
