@@ -1,11 +1,16 @@
 """Issue 13, CPU: one training step (forward, backward, SGD with momentum) of the MLP
-784-128-64-10 (batch 100 and 1000) and LeNet (batch 64) as a Module, uncompiled and with the bound
-plan compiled (MXTORCH_COMPILE=1, mxtorch/compiler.py), against a hand-written PyTorch eager
-step, MXNet 1.9.1 (mxnet_worker.py, where MXNET_PYTHON or /tmp/mxref has it) and JAX with the
-whole step under jax.jit (jax_worker.py, where JAX_PYTHON names a Python with JAX),
-interleaved in one run, one thread each. The compiles (cached on disk) are paid before timing.
+784-128-64-10 (batch 100 and 1000), LeNet (batch 64), the CIFAR ResNet-20 v2 (batch 32) and a
+bucketed 2-layer LSTM language model (mx.rnn.LSTMCell unrolled, as MXNet's bucketing example
+builds it; three steps, lengths 10/20/30, batch 32) as a Module / BucketingModule, uncompiled and
+with the bound plans compiled (MXTORCH_COMPILE=1, mxtorch/compiler.py), against the same step
+hand-written in PyTorch eager, MXNet 1.9.1 (mxnet_worker.py, where MXNET_PYTHON or /tmp/mxref has
+it) and JAX with the whole step under jax.jit (jax_worker.py, where JAX_PYTHON names a Python
+with JAX), interleaved in one run, one thread each. The compiles (cached on disk) are paid
+before timing. `python benchmarks/bench_compile.py [ROW ...]` (rows: mlp100 mlp1000 lenet
+resnet20 lstm) runs some of them.
 """
 import os
+import sys
 import time
 
 import numpy as np
@@ -14,8 +19,10 @@ import torch.nn.functional as F
 
 import mxtorch as mx
 from mxtorch import compiler
-from mxtorch.models import lenet, mlp
+from mxtorch.models import lenet, mlp, resnet
 from harness import interleaved, report
+import bench_bucketing
+from bench_resnet import ResNet20
 from workers import Worker, available
 
 MXREF = os.environ.get('MXNET_PYTHON', '/tmp/mxref/bin/python')
@@ -26,20 +33,63 @@ ONE_THREAD = {'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1', 'OMP_WAIT_POLICY':
 
 
 def module_step(sym, shape, batch, compiled):
+    rng = np.random.RandomState(1)
+    data = mx.io.DataBatch([mx.nd.array(rng.rand(batch, *shape))],
+                           [mx.nd.array(rng.randint(0, 10, batch))])
+
+    def make():
+        mod = mx.mod.Module(sym)
+        mod.bind([('data', (batch,) + shape)], [('softmax_label', (batch,))])
+        return mod
+    return _steps(make, [data], compiled)
+
+
+def bucketing_steps(compiled):
+    """Three BucketingModule steps, one per length, of the unrolled-LSTMCell language model."""
+    rng = np.random.RandomState(0)
+    batches = [bench_bucketing.batch(n, rng) for n in LENGTHS]
+
+    def make():
+        mod = mx.mod.BucketingModule(_lstm_cell_lm, default_bucket_key=max(LENGTHS))
+        mod.bind(batches[-1].provide_data, batches[-1].provide_label)
+        return mod
+    return _steps(make, batches, compiled)
+
+
+LENGTHS = (10, 20, 30)
+
+
+def _lstm_cell_lm(seq_len):
+    """bench_bucketing's model, its layers as MXNet's bucketing example builds them: an
+    mx.rnn.SequentialRNNCell of LSTMCells unrolled step by step (mxtorch runs each layer as one
+    RNN operator at bind)."""
+    b = bench_bucketing
+    embed = mx.sym.Embedding(mx.sym.Variable('data'), input_dim=b.VOCAB, output_dim=b.EMBED,
+                             name='embed')
+    stack = mx.rnn.SequentialRNNCell()
+    for i in range(b.LAYERS):
+        stack.add(mx.rnn.LSTMCell(num_hidden=b.HIDDEN, prefix='lstm_l%d_' % i))
+    outputs, _ = stack.unroll(seq_len, inputs=embed, merge_outputs=True)
+    pred = mx.sym.FullyConnected(mx.sym.Reshape(outputs, shape=(-1, b.HIDDEN)),
+                                 num_hidden=b.VOCAB, name='pred')
+    label = mx.sym.Reshape(mx.sym.Variable('softmax_label'), shape=(-1,))
+    return mx.sym.SoftmaxOutput(pred, label, name='softmax'), ('data',), ('softmax_label',)
+
+
+def _steps(make, batches, compiled):
+    """One call: forward_backward + update for each batch, on a module made by `make` with
+    MXTORCH_COMPILE set (read at bind) to `compiled`; the compiles are paid here."""
     saved = os.environ.get('MXTORCH_COMPILE')
     os.environ['MXTORCH_COMPILE'] = '1' if compiled else '0'
     try:
-        rng = np.random.RandomState(1)
-        mod = mx.mod.Module(sym)
-        mod.bind([('data', (batch,) + shape)], [('softmax_label', (batch,))])
+        mod = make()
         mod.init_params(mx.init.Xavier())
         mod.init_optimizer(optimizer_params={'learning_rate': 0.01, 'momentum': 0.9})
-        data = mx.io.DataBatch([mx.nd.array(rng.rand(batch, *shape))],
-                               [mx.nd.array(rng.randint(0, 10, batch))])
 
         def step():
-            mod.forward_backward(data)
-            mod.update()
+            for data in batches:
+                mod.forward_backward(data)
+                mod.update()
         start = time.perf_counter()
         step()
         compiler.wait()
@@ -57,6 +107,8 @@ def module_step(sym, shape, batch, compiled):
 def torch_step(kind, shape, batch):
     """The same network as plain torch tensors and ops, trained the way a PyTorch user would."""
     torch.manual_seed(0)
+    if kind == 'resnet20':
+        return _module_torch_step(ResNet20().train(), shape, batch)
     if kind == 'mlp':
         sizes = [(128, 784), (128,), (64, 128), (64,), (10, 64), (10,)]
     else:
@@ -85,24 +137,87 @@ def torch_step(kind, shape, batch):
     return step
 
 
-def main():
+def _module_torch_step(model, shape, batch):
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
+    x = torch.rand(batch, *shape)
+    y = torch.randint(0, 10, (batch,))
+
+    def step():
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def torch_lstm_steps():
+    """bench_bucketing's nn.Embedding + nn.LSTM + nn.Linear, SGD with momentum."""
+    b = bench_bucketing
+    torch.manual_seed(0)
+    embed, lstm = torch.nn.Embedding(b.VOCAB, b.EMBED), torch.nn.LSTM(b.EMBED, b.HIDDEN, b.LAYERS)
+    pred = torch.nn.Linear(b.HIDDEN, b.VOCAB)
+    params = list(embed.parameters()) + list(lstm.parameters()) + list(pred.parameters())
+    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
+    rng = np.random.RandomState(0)
+    batches = [(torch.from_numpy(rng.randint(1, b.VOCAB, (b.BATCH, n))),
+                torch.from_numpy(rng.randint(1, b.VOCAB, (b.BATCH, n)))) for n in LENGTHS]
+
+    def steps():
+        for data, label in batches:
+            out, _ = lstm(embed(data.t()))
+            logits = pred(out.transpose(0, 1).reshape(-1, b.HIDDEN))
+            loss = F.cross_entropy(logits, label.reshape(-1), reduction='sum') / b.BATCH
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    return steps
+
+
+ROWS = {'mlp100': ('MLP 784-128-64-10, batch 100', 'mlp', (784,), 100),
+        'mlp1000': ('MLP 784-128-64-10, batch 1000', 'mlp', (784,), 1000),
+        'lenet': ('LeNet, batch 64', 'lenet', (1, 28, 28), 64),
+        'resnet20': ('CIFAR ResNet-20 v2, batch 32', 'resnet20', (3, 32, 32), 32),
+        'lstm': ('bucketed 2-layer LSTMCell LM, 3 steps (lengths 10/20/30), batch 32',
+                 'lstm_lm', None, 32)}
+SYMBOLS = {'mlp': lambda: mlp.get_symbol(10), 'lenet': lambda: lenet.get_symbol(10),
+           'resnet20': lambda: resnet.get_symbol(10, 20, '3,32,32')}
+
+
+def candidates_for(kind, shape, batch, mxnet, jax):
+    if kind == 'lstm_lm':
+        found = {'PyTorch eager': torch_lstm_steps(),
+                 'mxtorch BucketingModule': bucketing_steps(False),
+                 'mxtorch BucketingModule, compiled': bucketing_steps(True)}
+        if mxnet is not None:
+            found['MXNet 1.9.1 BucketingModule'] = mxnet.step_fn(
+                mode='bucketing', batch=batch, vocab=bench_bucketing.VOCAB,
+                json={str(n): _lstm_cell_lm(n)[0].tojson() for n in LENGTHS})
+        if jax is not None:
+            found['JAX jit (whole step)'] = jax.step_fn(model=kind, batch=batch,
+                                                         lengths=list(LENGTHS))
+        return found
+    sym = SYMBOLS[kind]()
+    found = {'PyTorch eager': torch_step(kind, shape, batch),
+             'mxtorch Module': module_step(sym, shape, batch, False),
+             'mxtorch Module, compiled': module_step(sym, shape, batch, True)}
+    if mxnet is not None:
+        found['MXNet 1.9.1 Module'] = mxnet.step_fn(
+            mode='train', json=sym.tojson(), data=(batch,) + shape, label=(batch,))
+    if jax is not None:
+        found['JAX jit (whole step)'] = jax.step_fn(model=kind, batch=batch)
+    return found
+
+
+def main(rows=None):
     torch.set_num_threads(1)
     mxnet = Worker(MXREF, 'mxnet_worker.py', ONE_THREAD) if available(MXREF, 'mxnet') else None
     jax = Worker(JAXPY, 'jax_worker.py', ONE_THREAD, one_core=True) \
         if available(JAXPY, 'jax') else None
     results = []
-    cases = [('MLP 784-128-64-10, batch 100', 'mlp', mlp.get_symbol(10), (784,), 100),
-             ('MLP 784-128-64-10, batch 1000', 'mlp', mlp.get_symbol(10), (784,), 1000),
-             ('LeNet, batch 64', 'lenet', lenet.get_symbol(10), (1, 28, 28), 64)]
-    for title, kind, sym, shape, batch in cases:
-        candidates = {'PyTorch eager': torch_step(kind, shape, batch),
-                      'mxtorch Module': module_step(sym, shape, batch, False),
-                      'mxtorch Module, compiled': module_step(sym, shape, batch, True)}
-        if mxnet is not None:
-            candidates['MXNet 1.9.1 Module'] = mxnet.step_fn(
-                mode='train', json=sym.tojson(), data=(batch,) + shape, label=(batch,))
-        if jax is not None:
-            candidates['JAX jit (whole step)'] = jax.step_fn(model=kind, batch=batch)
+    for row in rows or ROWS:
+        title, kind, shape, batch = ROWS[row]
+        candidates = candidates_for(kind, shape, batch, mxnet, jax)
         medians = interleaved(candidates, rounds=7, seconds=1.0, warmup=3)
         results.append(report(title + ': training step, 1 thread', medians, 'PyTorch eager'))
     for worker in (mxnet, jax):
@@ -112,4 +227,4 @@ def main():
 
 
 if __name__ == '__main__':
-    main()
+    main(sys.argv[1:] or None)

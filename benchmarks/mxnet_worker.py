@@ -10,7 +10,37 @@ import numpy as np
 from workers import serve
 
 
+def _bucketing(request):
+    """A BucketingModule over the given symbols ({length: JSON}), one step per length per call
+    (token ids below request['vocab'] as data and labels, batch request['batch'])."""
+    symbols = {int(n): mx.sym.load_json(j) for n, j in request['json'].items()}
+    lengths, batch = sorted(symbols), request['batch']
+
+    def sym_gen(n):
+        return symbols[n], ('data',), ('softmax_label',)
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=lengths[-1])
+    mod.bind([('data', (batch, lengths[-1]))], [('softmax_label', (batch, lengths[-1]))])
+    mod.init_params(mx.init.Xavier())
+    mod.init_optimizer(optimizer_params={'learning_rate': 0.01, 'momentum': 0.9})
+    rng = np.random.RandomState(0)
+    vocab = request['vocab']
+    batches = [mx.io.DataBatch([mx.nd.array(rng.randint(1, vocab, (batch, n)))],
+                               [mx.nd.array(rng.randint(1, vocab, (batch, n)))], bucket_key=n,
+                               provide_data=[mx.io.DataDesc('data', (batch, n))],
+                               provide_label=[mx.io.DataDesc('softmax_label', (batch, n))])
+               for n in lengths]
+
+    def step():
+        for b in batches:
+            mod.forward_backward(b)
+            mod.update()
+        mx.nd.waitall()
+    return step
+
+
 def setup(request):
+    if request['mode'] == 'bucketing':
+        return _bucketing(request)
     sym = mx.sym.load_json(request['json'])
     data_shape = tuple(request['data'])
     rng = np.random.RandomState(0)
