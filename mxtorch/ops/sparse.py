@@ -281,7 +281,8 @@ class _CsrDotRows(torch.autograd.Function):
                                         (indptr[1:] - indptr[:-1]).long().to(device))
         # the csr's transpose over the used rows only, times the output's gradient
         compact = torch.sparse_coo_tensor(torch.stack([where, owner]),
-                                          data.to(device, grad.dtype), (len(rows), grad.shape[0]))
+                                          data.to(device, grad.dtype), (len(rows), grad.shape[0]),
+                                          check_invariants=False)
         values = torch.sparse.mm(compact, grad)
         g = torch.sparse_coo_tensor(rows.reshape(1, -1), values, ctx.w_shape,
                                     check_invariants=False, is_coalesced=True)
