@@ -241,7 +241,7 @@ class Executor:
             if name not in self.arg_dict:
                 raise TypeError('Unknown argument %s' % name)
             if isinstance(value, NDArray):
-                src = value._tensor
+                src = value if value.stype != 'default' else value._tensor   # (sparse: its parts)
             elif isinstance(value, np.ndarray):
                 src = torch.from_numpy(value)
             else:
@@ -253,7 +253,11 @@ class Executor:
             staged.append((dst, src))
         with torch.no_grad():
             for dst, src in staged:
-                dst._tensor.copy_(src)
+                if isinstance(src, NDArray) or dst.stype != 'default':
+                    from .ndarray.sparse import assign
+                    assign(dst, src if isinstance(src, NDArray) else _wrap(src, dst.context))
+                else:
+                    dst._tensor.copy_(src)
 
     def _inputs(self, with_grad):
         if self._storage is not None:

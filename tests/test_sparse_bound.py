@@ -238,3 +238,13 @@ def test_csr_argument_of_dot_gets_zero_gradient_bound():
     assert _parts(ex.grad_dict['w']) == ['row_sparse', [0, 1, 2, 3, 4],
                                          [[3.0, 3.0], [1.5, 1.5], [0.0, 0.0], [-1.0, -1.0],
                                           [2.0, 2.0]]]
+
+
+def test_forward_kwargs_keep_a_csr_argument_stored_structure():
+    d, w = mx.sym.var('data', stype='csr'), mx.sym.var('w')
+    ex = mx.sym.dot(d, w).simple_bind(mx.cpu(), data=(3, 5), w=(5, 2))
+    out = ex.forward(data=_csr_with_stored_zero(), w=np.ones((5, 2), 'float32'))[0]
+    np.testing.assert_allclose(out.asnumpy(), [[3.5, 3.5], [0, 0], [2, 2]])
+    data = ex.arg_dict['data']
+    assert _parts(data)[1:3] == [[0, 2, 3, 5], [1, 4, 2, 0, 3]]
+    assert data._dense is None
