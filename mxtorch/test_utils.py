@@ -673,11 +673,17 @@ def chi_square_check(generator, buckets, probs, nsamples=1000000):
     """
     if len(buckets) != len(probs):
         raise ValueError('%d buckets but %d probabilities' % (len(buckets), len(probs)))
-    samples = np.asarray(generator(nsamples)).ravel()
-    if isinstance(buckets[0], (list, tuple)):
-        observed = np.array([((samples >= lo) & (samples < hi)).sum() for lo, hi in buckets])
-    else:
-        observed = np.array([(samples == value).sum() for value in buckets])
+    samples = np.sort(np.asarray(generator(nsamples)).ravel())   # (NaNs last, never counted)
+    # bounds compared in the samples' float type, as `samples >= lo` with a Python float is
+    like = samples.dtype if samples.dtype.kind == 'f' else None
+    if isinstance(buckets[0], (list, tuple)):       # count lo <= x < hi by bisection
+        lows, highs = (np.array([b[k] for b in buckets], dtype=like) for k in (0, 1))
+        observed = np.maximum(np.searchsorted(samples, highs, 'left')
+                              - np.searchsorted(samples, lows, 'left'), 0)
+    else:                                           # count x == value
+        values = np.array(buckets, dtype=like)
+        observed = np.searchsorted(samples, values, 'right') - np.searchsorted(samples, values,
+                                                                                'left')
     expected = nsamples * np.asarray(probs, dtype=np.float64)
     statistic = float(((observed - expected) ** 2 / expected).sum())
     dof = torch.tensor((len(buckets) - 1) / 2, dtype=torch.float64)

@@ -203,6 +203,15 @@ def test_random_generator_checks():
     assert tu.mean_check(lambda n: np.random.normal(1, 2, n), 1, 2, 50000)
     assert not tu.mean_check(lambda n: np.random.normal(1.2, 2, n), 1, 2, 50000)
     assert tu.var_check(lambda n: np.random.normal(0, 2, n), 2, 50000)
+    # the counts are exactly lo <= x < hi (edges, overlaps, empty and infinite ranges, NaN
+    # never counted) and x == value
+    draws = np.array([-np.inf, -1, -0.5, -0.5, 0, 0.25, 0.5, 1, np.inf, np.nan])
+    ranges = [(-np.inf, -0.5), (-0.5, 0.5), (0, np.inf), (0.5, 0.5), (1, -1), (-np.inf, np.inf)]
+    _, observed, _ = tu.chi_square_check(lambda n: draws, ranges, [1 / 6] * 6, nsamples=10)
+    assert observed.tolist() == [((draws >= lo) & (draws < hi)).sum() for lo, hi in ranges]
+    _, observed, _ = tu.chi_square_check(lambda n: np.array([2, 0, 2, 5]), [0, 1, 2, 2.5],
+                                         [0.25] * 4, nsamples=4)
+    assert observed.tolist() == [1, 0, 2, 0]
 
 
 # ---- helpers ------------------------------------------------------------------------------------
