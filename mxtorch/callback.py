@@ -12,6 +12,14 @@ from .kvstore import worker_rank
 from .model import save_checkpoint
 
 
+def loggable(value):
+    """A metric value ready for '%f': a one-element array (what a CustomMetric whose function
+    returns an array gives) as its number, which NumPy 1.x formatted and NumPy 2 refuses."""
+    if getattr(value, 'ndim', 0) and getattr(value, 'size', 0) == 1:
+        return value.reshape(-1)[0]
+    return value
+
+
 def do_checkpoint(prefix, period=1):
     """Epoch-end callback: `save_checkpoint(prefix, epoch + 1, ...)` every `period` epochs
     (in a distributed job only rank 0 writes)."""
@@ -42,7 +50,7 @@ def log_train_metric(period, auto_reset=False):
         if param.nbatch % period == 0 and param.eval_metric is not None:
             for name, value in param.eval_metric.get_name_value():
                 logging.info('Iter[%d] Batch[%d] Train-%s=%f',
-                             param.epoch, param.nbatch, name, value)
+                             param.epoch, param.nbatch, name, loggable(value))
             if auto_reset:
                 param.eval_metric.reset_local()
     return _callback
@@ -82,7 +90,7 @@ class Speedometer:
             logging.info('Iter[%d] Batch [%d]\tSpeed: %.2f samples/sec', param.epoch, count, speed)
         else:
             name_value = metric.get_name_value()
-            values = [x for pair in name_value for x in pair]
+            values = [x for name, value in name_value for x in (name, loggable(value))]
             pairs_fmt = '\t%s=%f' * len(name_value)
             if self.auto_reset:
                 metric.reset_local()
@@ -115,7 +123,7 @@ class LogValidationMetricsCallback:
         if param.eval_metric is None:
             return
         for name, value in param.eval_metric.get_name_value():
-            logging.info('Epoch[%d] Validation-%s=%f', param.epoch, name, value)
+            logging.info('Epoch[%d] Validation-%s=%f', param.epoch, name, loggable(value))
 
 
 # ---- live progress --------------------------------------------------------------------------------

@@ -88,3 +88,27 @@ def test_unrecorded_write_to_array_saved_by_graph_backward_sees_new_values():
     np.testing.assert_allclose(u.grad.asnumpy(), [[6.3364267, 2.3041553, -1.728116, -5.7603874]],
                                rtol=1e-5)
     np.testing.assert_allclose(w.grad.asnumpy()[0], [6.194525, 4.5644665, 2.9344072], rtol=1e-5)
+
+
+def test_speedometer_and_fit_log_a_custom_metric_returning_a_one_element_array(caplog):
+    import logging
+    metric = mx.metric.create(lambda label, pred: np.array([float(np.abs(label - pred).sum())]))
+    metric.update([mx.nd.array([1, 0])], [mx.nd.array([0.5, 0.5])])
+    speedometer = mx.callback.Speedometer(batch_size=2, frequent=1, auto_reset=False)
+    with caplog.at_level(logging.INFO):
+        for nbatch in range(2):
+            speedometer(mx.model.BatchEndParam(epoch=0, nbatch=nbatch, eval_metric=metric,
+                                               locals=None))
+        mx.callback.LogValidationMetricsCallback()(
+            mx.model.BatchEndParam(epoch=0, nbatch=1, eval_metric=metric, locals=None))
+    text = caplog.text
+    assert 'custom(<lambda>)=1.000000' in text
+    assert 'Validation-custom(<lambda>)=1.000000' in text and 'Logging error' not in text
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    it = mx.io.NDArrayIter(x, np.array([0, 1, 0, 1]), batch_size=2)
+    mod = mx.mod.Module(mx.sym.SoftmaxOutput(mx.sym.FullyConnected(
+        mx.sym.var('data'), num_hidden=2), name='softmax'), context=mx.cpu())
+    with caplog.at_level(logging.INFO):
+        mod.fit(it, eval_data=it, num_epoch=1, eval_metric=metric)
+    assert 'Epoch[0] Train-custom(<lambda>)=' in caplog.text
+    assert 'Epoch[0] Validation-custom(<lambda>)=' in caplog.text

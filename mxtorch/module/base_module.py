@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from .. import metric
+from ..callback import loggable
 from ..base import MXNetError
 from ..initializer import Uniform
 from ..io import DataBatch, DataDesc, DataIter
@@ -221,7 +222,7 @@ class BaseModule:
                                            locals=locals()))
                 nbatch += 1
             for name, value in eval_name_vals:
-                self.logger.info('Epoch[%d] Train-%s=%f', epoch, name, value)
+                self.logger.info('Epoch[%d] Train-%s=%f', epoch, name, loggable(value))
             self.logger.info('Epoch[%d] Time cost=%.3f', epoch, time.time() - tic)
 
             arg_params, aux_params = self.get_params()
@@ -233,7 +234,7 @@ class BaseModule:
                                  score_end_callback=eval_end_callback,
                                  batch_end_callback=eval_batch_end_callback, epoch=epoch)
                 for name, value in res:
-                    self.logger.info('Epoch[%d] Validation-%s=%f', epoch, name, value)
+                    self.logger.info('Epoch[%d] Validation-%s=%f', epoch, name, loggable(value))
             train_data.reset()
 
     def _begin_epoch(self, epoch, train_data):
