@@ -12,6 +12,7 @@ module the script never imports, nor after uninstall().
 """
 import importlib.abc
 import sys
+import warnings
 
 
 def _no_pytorch_front_end(module):
@@ -21,7 +22,30 @@ def _no_pytorch_front_end(module):
     module._require_pytorch_version = require_pytorch
 
 
-FIXUPS = {'gluoncv.check': _no_pytorch_front_end}
+# Pillow 10 removed these aliases, which MXNet-era scripts pass to resize (style transfer...)
+_PILLOW_REMOVED = {'ANTIALIAS': 'LANCZOS', 'LINEAR': 'BILINEAR', 'CUBIC': 'BICUBIC'}
+
+
+def _pillow_legacy_names(module):
+    """PIL.Image.ANTIALIAS etc. served (warning once each) while the alias is installed."""
+    previous = module.__dict__.get('__getattr__')
+    warned = set()
+
+    def __getattr__(name):
+        if name in _PILLOW_REMOVED and any(isinstance(f, FixupFinder) for f in sys.meta_path):
+            if name not in warned:
+                warned.add(name)
+                warnings.warn('PIL.Image.%s was removed in Pillow 10; mxtorch serves it (as %s) '
+                              'for this MXNet-era script' % (name, _PILLOW_REMOVED[name]),
+                              FutureWarning, stacklevel=2)
+            return getattr(module, _PILLOW_REMOVED[name])
+        if previous is not None:
+            return previous(name)
+        raise AttributeError("module %r has no attribute %r" % (module.__name__, name))
+    module.__getattr__ = __getattr__
+
+
+FIXUPS = {'gluoncv.check': _no_pytorch_front_end, 'PIL.Image': _pillow_legacy_names}
 
 
 class _FixupLoader(importlib.abc.Loader):

@@ -112,3 +112,28 @@ def test_speedometer_and_fit_log_a_custom_metric_returning_a_one_element_array(c
         mod.fit(it, eval_data=it, num_epoch=1, eval_metric=metric)
     assert 'Epoch[0] Train-custom(<lambda>)=' in caplog.text
     assert 'Epoch[0] Validation-custom(<lambda>)=' in caplog.text
+
+
+def test_pillow_legacy_resample_names_under_mxtorch_run(tmp_path):
+    """Image.ANTIALIAS (removed in Pillow 10) works in a script run by `mxtorch run` (warning
+    once), and is still absent in a process that never installed the alias."""
+    import os
+    import subprocess
+    import sys
+    pytest = __import__('pytest')
+    pytest.importorskip('PIL')
+    script = tmp_path / 'legacy_pil.py'
+    script.write_text('import mxnet as mx\nfrom PIL import Image\n'
+                      'img = Image.new("RGB", (8, 6)).resize((4, 3), Image.ANTIALIAS)\n'
+                      'print(img.size, Image.ANTIALIAS == Image.LANCZOS, '
+                      'Image.CUBIC == Image.BICUBIC)\n')
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    out = subprocess.run([sys.executable, '-m', 'mxtorch', 'run', str(script)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == '(4, 3) True True'
+    assert out.stderr.count('PIL.Image.ANTIALIAS was removed') == 1
+    plain = subprocess.run([sys.executable, '-c', 'from PIL import Image; Image.ANTIALIAS'],
+                           capture_output=True, text=True, timeout=300)
+    assert plain.returncode != 0 and 'ANTIALIAS' in plain.stderr
