@@ -19,6 +19,7 @@ MXNet-era scripts also use NumPy 1.x names that NumPy 2 removed (`np.int`, `np.f
 work again: each one warns once, loudly, the first time the script uses it. They are served by
 a module `__getattr__` fallback on numpy (an existing name is never shadowed), and uninstall()
 puts numpy back as it was; a process that never installs the alias sees NumPy untouched.
+Likewise a one-element `NDArray.asnumpy()` converts with float()/int() (`'%f' % l.asnumpy()`).
 
 Toolkits that probe for PyTorch as a front end of their own get the answer they would get
 with MXNet alone (see compat_toolkits).
@@ -160,6 +161,32 @@ class _LegacyNumpy:
 _legacy_numpy = _LegacyNumpy()
 
 
+class _Numpy1Size1(numpy.ndarray):
+    """A one-element NDArray.asnumpy() result while the alias is on: float(), int() and
+    `'%f' % a` of it work, as in NumPy 1.x (NumPy 2 converts only 0-d arrays to scalars).
+    It pickles as a plain ndarray."""
+
+    def _scalar(self, kind):
+        if 'size-1 conversion' not in _legacy_numpy.warned:
+            _legacy_numpy.warned.add('size-1 conversion')
+            warnings.warn('%s() of a one-element array of ndim > 0 fails in NumPy 2; mxtorch '
+                          "converts this MXNet-era script's asnumpy() results as NumPy 1 did"
+                          % kind.__name__, FutureWarning, stacklevel=3)
+        return kind(self.view(numpy.ndarray).reshape(())[()])
+
+    def __float__(self):
+        return self._scalar(float)
+
+    def __int__(self):
+        return self._scalar(int)
+
+    def __complex__(self):
+        return self._scalar(complex)
+
+    def __reduce__(self):
+        return self.view(numpy.ndarray).__reduce__()
+
+
 def _is_alias(name, module):
     return module is sys.modules.get(TARGET + name[len(ALIAS):])
 
@@ -176,6 +203,8 @@ def install():
     sys.meta_path.insert(0, _FINDER)
     sys.meta_path.insert(1, _TOOLKITS)
     _legacy_numpy.install()
+    if int(numpy.__version__.split('.')[0]) >= 2:
+        importlib.import_module(TARGET + '.ndarray.ndarray').LEGACY_SIZE1[0] = _Numpy1Size1
 
 
 def uninstall():
@@ -185,6 +214,7 @@ def uninstall():
     while _TOOLKITS in sys.meta_path:
         sys.meta_path.remove(_TOOLKITS)
     _legacy_numpy.uninstall()
+    importlib.import_module(TARGET + '.ndarray.ndarray').LEGACY_SIZE1[0] = None
     for name, module in list(sys.modules.items()):
         if (name == ALIAS or name.startswith(ALIAS + '.')) and _is_alias(name, module):
             del sys.modules[name]

@@ -147,3 +147,24 @@ def test_operator_attr_values_become_strings():
     block = mx.gluon.SymbolBlock(mx.sym.Activation(y, act_type='relu'), [mx.sym.var('data')])
     block.initialize()
     assert block(mx.nd.ones((1, 3, 2, 2))).shape == (1, 4, 2, 2)
+
+
+def test_one_element_asnumpy_converts_to_a_scalar_under_the_alias():
+    # d2l's MXNet chapters: print('loss %f' % train_l.mean().asnumpy()), a (1,)-shaped array
+    from mxtorch import compat
+    loss = mx.nd.array([0.25, 0.75]).mean()
+    assert isinstance(loss.asnumpy(), np.ndarray)
+    compat.install()
+    try:
+        with pytest.warns(FutureWarning, match='one-element array'):
+            assert '%.3f' % loss.asnumpy() == '0.500'
+        assert float(loss.asnumpy()) == 0.5 and int(mx.nd.array([3.0]).asnumpy()) == 3
+        assert '%d' % mx.nd.array([7]).asnumpy() == '7'
+        arr = mx.nd.array([[1.0, 2.0]]).asnumpy()
+        assert type(arr) is np.ndarray                     # larger results stay plain ndarrays
+        import pickle
+        assert type(pickle.loads(pickle.dumps(loss.asnumpy()))) is np.ndarray
+        np.testing.assert_array_equal(loss.asnumpy(), [0.5])
+    finally:
+        compat.uninstall()
+    assert type(loss.asnumpy()) is np.ndarray

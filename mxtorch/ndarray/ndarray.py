@@ -23,6 +23,9 @@ from ..ops.params import Params
 from ..ops.registry import get_op
 
 py_slice = slice      # MXNet's alias for the built-in, kept for `from mxnet.ndarray.ndarray import`
+# while mxnet is aliased (mxtorch.compat), one-element results of asnumpy() are this ndarray
+# subclass, so that MXNet-era `'%f' % loss.mean().asnumpy()` keeps working on NumPy 2
+LEGACY_SIZE1 = [None]
 # MXNet's storage-type ids (as in Symbol attributes such as __storage_type__)
 _STORAGE_TYPE_STR_TO_ID = {'undefined': -1, 'default': 0, 'row_sparse': 1, 'csr': 2}
 _STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
@@ -134,8 +137,12 @@ class NDArray:
         engine.wait_for(self._tensor)
         t = self._tensor.detach()
         if t.dtype == torch.bfloat16:
-            return t.cpu().view(torch.int16).numpy().view(np_dtype('bfloat16')).copy()
-        return t.cpu().numpy().copy() if t.device.type == 'cpu' else t.cpu().numpy()
+            out = t.cpu().view(torch.int16).numpy().view(np_dtype('bfloat16')).copy()
+        else:
+            out = t.cpu().numpy().copy() if t.device.type == 'cpu' else t.cpu().numpy()
+        if LEGACY_SIZE1[0] is not None and out.size == 1 and out.ndim:
+            return out.view(LEGACY_SIZE1[0])     # float()/int() work, as in NumPy 1.x
+        return out
 
     def asscalar(self):
         if self.size != 1:
