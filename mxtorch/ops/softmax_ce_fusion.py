@@ -65,11 +65,12 @@ def fuse_softmax_cross_entropy(symbol, shapes):
     node (itself if none, or when MXTORCH_FUSE_LOSS=0); `shapes` gets the new nodes' shapes."""
     if not enabled():
         return symbol
+    from ..symbol.graph import topo_order
     mean = get_op('mean')
-    graph = _Graph(symbol, shapes)
-    means = [n for n in graph.order if n.op is mean]
-    if not means:
+    means = [n for n in topo_order(symbol._entries) if n.op is mean]
+    if not means:                    # (most graphs: no reader map built)
         return symbol
+    graph = _Graph(symbol, shapes)
     ops = (get_op('_mul_scalar'), get_op('pick'), get_op('log_softmax'))
     found = {}
     for node in means:
