@@ -165,3 +165,30 @@ def test_large_file_loads_as_a_private_mapping(tmp_path):
         f.truncate(os.path.getsize(path) - 100)
     with pytest.raises(mx.MXNetError, match='Invalid NDArray file'):
         mx.nd.load(path)
+
+
+def test_reductions_infer_shapes_by_rule(monkeypatch):
+    """Reductions, norm, argmax/argmin and sorts infer their shapes by rule, not by running
+    on meta tensors (whose first use in a process costs seconds); partial shapes as MXNet
+    1.9.1 infers them (its figures)."""
+    from mxtorch.symbol import infer
+
+    def no_meta(*args):
+        raise AssertionError('meta tensors used')
+    monkeypatch.setattr(infer, '_meta_outputs', no_meta)
+    x = mx.sym.Variable('x')
+    cases = [(mx.sym.sum(x, axis=1), (2, 4), (0, 4)),
+             (mx.sym.norm(x, axis=2, keepdims=True), (2, 3, 1), ()),
+             (mx.sym.argmax(x, axis=0), (3, 4), ()),
+             (mx.sym.argsort(x), (2, 3, 4), ()),
+             (mx.sym.max(x, axis=(0,), exclude=True), (2,), ()),
+             (mx.sym.mean(x), (1,), (1,)),
+             (mx.sym.prod(x, axis=0, keepdims=True), (1, 3, 4), (1, 3, 4)),
+             (mx.sym.argmax_channel(x), (2, 4), ()),
+             (mx.sym.sort(x, axis=None), (24,), ()),
+             (mx.sym.nansum(x, axis=(1, 2)), (2,), (0,))]
+    for sym, full, partial in cases:
+        assert sym.infer_shape(x=(2, 3, 4))[1] == [full]
+        assert sym.infer_shape_partial(x=(0, 3, 4))[1] == [partial]
+    with pytest.raises(mx.MXNetError, match='ord must be 1 or 2'):
+        mx.sym.norm(x, ord=3).infer_shape(x=(2, 3))

@@ -12,7 +12,7 @@ import torch
 from ..base import MXNetError, np_dtype, torch_dtype
 from .params import Bool, DType, Enum, Float, Int, Shape
 from .registry import OpDef, register
-from .shapes import first, merge, prod
+from .shapes import first, known, merge, prod
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,6 +138,23 @@ def _reduction(name, kernel, what):
     return forward
 
 
+def _from_input(out_shapes, partial=lambda p: False):
+    """A shape rule for an operator whose output shapes follow from its input's alone:
+    out_shapes(p, shape) -> list, run once the input's shape is known, or only its ndim where
+    partial(p) (its unknown dims, 0, then pass through to the outputs), as MXNet's rules."""
+    def rule(p, ins, outs):
+        if ins[0] is None or not (known(ins[0]) or partial(p)):
+            return ins, outs
+        return ins, out_shapes(p, ins[0])
+    return rule
+
+
+def _reduction_shape(name):
+    return _from_input(lambda p, shape: [reduced_shape(
+        shape, reduce_axes(name, p.axis, len(shape), p.exclude), p.keepdims)],
+        partial=lambda p: not p.exclude)
+
+
 _REDUCE_PARAMS = {'axis': Shape(None), 'keepdims': Bool(False), 'exclude': Bool(False)}
 
 _REDUCTIONS = [
@@ -153,16 +170,20 @@ _REDUCTIONS = [
 
 for _name, _aliases, _kernel, _what in _REDUCTIONS:
     register(OpDef(_name, _reduction(_name, _kernel, _what), params=_REDUCE_PARAMS,
-                   aliases=_aliases))
+                   aliases=_aliases, infer_shape=_reduction_shape(_name)))
 
 
 # ---------------------------------------------------------------------------------------------
 # norm
 # ---------------------------------------------------------------------------------------------
-def _norm(p, data):
-    """L1 (sum |x|) or L2 (sqrt of sum x^2) norm over `axis` (None: all), cast to out_dtype."""
+def _check_ord(p):
     if p.ord not in (1, 2):
         raise MXNetError('norm: ord must be 1 or 2, got ord=%d' % p.ord)
+
+
+def _norm(p, data):
+    """L1 (sum |x|) or L2 (sqrt of sum x^2) norm over `axis` (None: all), cast to out_dtype."""
+    _check_ord(p)
     axes = reduce_axes('norm', p.axis, data.dim())
     x = data.float() if data.dtype in (torch.float16, torch.bfloat16) else data
     if p.ord == 1:
@@ -171,6 +192,11 @@ def _norm(p, data):
         out = torch.sqrt((x * x).sum(axes, keepdim=True))   # gradient x / norm (nan at 0)
     dtype = data.dtype if p.out_dtype is None else torch_dtype(p.out_dtype)
     return out.to(dtype).reshape(reduced_shape(data.shape, axes, p.keepdims))
+
+
+def _norm_shape(p, shape):
+    _check_ord(p)
+    return [reduced_shape(shape, reduce_axes('norm', p.axis, len(shape)), p.keepdims)]
 
 
 def _norm_type(p, ins, outs):
@@ -183,7 +209,7 @@ register(OpDef('norm', _norm,
                        'out_dtype': DType(None, choices=('float16', 'float32', 'float64',
                                                          'int32', 'int64', 'int8')),
                        'keepdims': Bool(False)},
-               infer_type=_norm_type))
+               infer_shape=_from_input(_norm_shape), infer_type=_norm_type))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,6 +229,15 @@ def _arg_reduction(name, fn):
     return forward
 
 
+def _arg_reduction_shape(name):
+    def out_shapes(p, shape):
+        if p.axis is None:
+            return [(1,) * len(shape) if p.keepdims else (1,)]
+        axis = normalize_axis(name, p.axis, len(shape))
+        return [reduced_shape(shape, (axis,), p.keepdims)]
+    return _from_input(out_shapes)
+
+
 def _drop_last_axis(attrs, version):
     """Graphs saved before MXNet 0.9.5 (905) meant the flattened input by axis=-1."""
     if version < 905 and attrs.get('axis') == '-1':
@@ -211,7 +246,8 @@ def _drop_last_axis(attrs, version):
 
 for _name, _fn in (('argmax', torch.argmax), ('argmin', torch.argmin)):
     register(OpDef(_name, _arg_reduction(_name, _fn), head_grad='zero',
-                   params={'axis': Int(None), 'keepdims': Bool(False)})
+                   params={'axis': Int(None), 'keepdims': Bool(False)},
+                   infer_shape=_arg_reduction_shape(_name))
              ).upgrade_attrs = _drop_last_axis
 
 
@@ -221,7 +257,13 @@ def _argmax_channel(p, data):
     return torch.argmax(data, axis).to(data.dtype)
 
 
-register(OpDef('argmax_channel', _argmax_channel, differentiable=False))
+def _argmax_channel_shape(p, shape):
+    axis = normalize_axis('argmax_channel', 1, len(shape))
+    return [tuple(n for d, n in enumerate(shape) if d != axis)]
+
+
+register(OpDef('argmax_channel', _argmax_channel, differentiable=False,
+               infer_shape=_from_input(_argmax_channel_shape)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,6 +309,15 @@ def _topk(p, data):
     return indices if p.ret_typ == 'indices' else (values, indices)
 
 
+def _sorted_shape(name, count):
+    def out_shapes(p, shape):
+        if p.axis is None:
+            return [(prod(shape),)] * count
+        normalize_axis(name, p.axis, len(shape))
+        return [tuple(shape)] * count
+    return _from_input(out_shapes)
+
+
 def _sort_type(p, ins, outs):
     data = first(ins[0], outs[0])
     return [data], [data, np_dtype('int64')]
@@ -286,11 +337,13 @@ def _topk_type(p, ins, outs):
 _INDEX_DTYPES = ('float16', 'float32', 'float64', 'int32', 'int64', 'uint8')
 
 register(OpDef('sort', _sort, params={'axis': Int(-1, optional=True), 'is_ascend': Bool(True)},
-               outputs=('output0', 'output1'), visible_outputs=1, infer_type=_sort_type))
+               outputs=('output0', 'output1'), visible_outputs=1, infer_type=_sort_type,
+               infer_shape=_sorted_shape('sort', 2)))
 register(OpDef('argsort', _argsort,
                params={'axis': Int(-1, optional=True), 'is_ascend': Bool(True),
                        'dtype': DType('float32', choices=_INDEX_DTYPES)},
-               infer_type=_argsort_type, head_grad='zero'))
+               infer_type=_argsort_type, head_grad='zero',
+               infer_shape=_sorted_shape('argsort', 1)))
 register(OpDef('topk', _topk,
                params={'axis': Int(-1, optional=True), 'k': Int(1),
                        'ret_typ': Enum(('both', 'indices', 'mask', 'value'), 'indices'),
