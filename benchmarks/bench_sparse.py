@@ -165,6 +165,34 @@ def _bound_dot_candidates(batch=256, features=100000, out=64, density=0.001):
             'PyTorch eager torch.sparse.mm + backward': torch_step(x_sparse)}
 
 
+def _module_linear_step(batch=256, features=100000, density=0.001):
+    """One mx.mod.Module step (forward_backward + update, SGD) of MXNet's sparse linear
+    classification example: csr batches, a row_sparse weight of one output."""
+    import scipy.sparse as sp
+    rng = np.random.RandomState(2)
+    batches = [mx.io.DataBatch([mx.nd.sparse.csr_matrix(sp.random(
+        batch, features, density=density, format='csr', dtype=np.float32, random_state=rng))],
+        [mx.nd.array(rng.randint(0, 2, (batch,)))]) for _ in range(8)]
+    x = mx.sym.var('data', stype='csr')
+    w = mx.sym.var('weight', shape=(features, 1), stype='row_sparse')
+    y = mx.sym.LogisticRegressionOutput(
+        mx.sym.broadcast_add(mx.sym.sparse.dot(x, w), mx.sym.var('bias', shape=(1,))),
+        mx.sym.var('softmax_label'))
+    mod = mx.mod.Module(y, data_names=['data'], label_names=['softmax_label'])
+    mod.bind(data_shapes=[('data', (batch, features))],
+             label_shapes=[('softmax_label', (batch,))])
+    mod.init_params(mx.init.Normal(0.01))
+    mod.init_optimizer(optimizer='sgd', optimizer_params={'learning_rate': 0.1})
+    state = {'i': 0}
+
+    def step():
+        mod.forward_backward(batches[state['i'] % len(batches)])
+        mod.update()
+        state['i'] += 1
+        mod.get_outputs()[0].wait_to_read()
+    return step
+
+
 def main():
     texts = []
     for optimizer in ('sgd', 'adam'):
@@ -193,6 +221,9 @@ def main():
                         'forward + backward', interleaved(_bound_dot_candidates(), rounds=7,
                                                           seconds=1.0, warmup=2),
                         'PyTorch eager dense matmul + backward'))
+    texts.append(report('Module step of the sparse linear classification example',
+                        interleaved({'mxtorch Module': _module_linear_step()}, rounds=5,
+                                    seconds=1.0, warmup=2), 'mxtorch Module'))
     return texts
 
 
