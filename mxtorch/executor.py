@@ -354,8 +354,9 @@ class Executor:
         fn = self._forward_train if is_train else self._forward_infer
         if self._storage is not None:     # sparse inputs given as their dense tensors
             tensors = self._storage.from_tensors(tensors)
-        if monitor is not None:           # a Gluon op hook: run step by step, reporting
-            saved, self._monitor = (self._monitor, self._monitor_all), monitor
+        if monitor is not None or profiler.recording():   # step by step: a Gluon op hook
+            saved, self._monitor = (self._monitor, self._monitor_all), monitor  # reports, the
+            # profiler sees each operator under its MXNet name
             self._monitor_all = monitor_all
             try:
                 plan, run = self._interpreter(is_train)

@@ -137,3 +137,29 @@ def test_pillow_legacy_resample_names_under_mxtorch_run(tmp_path):
     plain = subprocess.run([sys.executable, '-c', 'from PIL import Image; Image.ANTIALIAS'],
                            capture_output=True, text=True, timeout=300)
     assert plain.returncode != 0 and 'ANTIALIAS' in plain.stderr
+
+
+def test_profiler_names_the_operators_of_a_hybridized_block():
+    """image_classification.py --builtin-profiler: a hybridized net's operators are in the
+    aggregate table under their MXNet names, counted once per call (as MXNet 1.9.1 counts)."""
+    from mxtorch import autograd, profiler
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Conv2D(4, 3), gluon.nn.BatchNorm(), gluon.nn.Activation('relu'),
+            gluon.nn.Dense(3))
+    net.initialize()
+    net.hybridize()
+    x = mx.nd.ones((2, 1, 6, 6))
+    net(x)
+    profiler.set_config(profile_all=True, aggregate_stats=True)
+    profiler.set_state('run')
+    for _ in range(3):
+        with autograd.record():
+            y = net(x)
+        y.backward()
+    mx.nd.waitall()
+    profiler.set_state('stop')
+    table = profiler.dumps(reset=True)
+    counts = {line.split()[0]: int(line.split()[1]) for line in table.splitlines()
+              if len(line.split()) == 6 and line.split()[1].isdigit()}
+    for name in ('Convolution', 'BatchNorm', 'Activation', 'FullyConnected'):
+        assert counts.get(name) == 3, (name, table)
