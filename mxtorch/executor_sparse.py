@@ -85,7 +85,7 @@ def _run_step(op, p, fn, kernel, xs, out_stypes, ctx, row_grads):
     results = dense if isinstance(dense, tuple) else (dense,)
     structure = None
     if kernel is not None and grad:       # the stored structure, the values keep the graph
-        with torch.no_grad():
+        with torch.no_grad(), sparse_ops.bound_graph(False):
             arrays = [x if isinstance(x, NDArray) else _wrap(x.detach(), ctx) for x in xs]
             structure = kernel(op, p, arrays, list(out_stypes))
     outs = []

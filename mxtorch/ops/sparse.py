@@ -301,13 +301,17 @@ def bound_graph(grad, row_grads=None):
     mx.autograd's recording, decides whether kernels keep the graph; the leaves whose ids key
     `row_grads` (arguments with row_sparse gradient arrays) get their gradients from
     dot(csr, dense) as sparse rows, the csr operand's stored columns, as MXNet's backward,
-    each backward adding the rows it stores to the leaf's list there."""
+    each backward adding the rows it stores to the leaf's list there. mx.autograd records
+    nothing meanwhile (the executor's graph is torch's)."""
+    from .. import autograd
     saved = getattr(_GRAPH, 'grad', None), getattr(_GRAPH, 'row_grads', {})
     _GRAPH.grad, _GRAPH.row_grads = grad, row_grads or {}
+    was_recording = autograd.set_recording(False)
     try:
         yield
     finally:
         _GRAPH.grad, _GRAPH.row_grads = saved
+        autograd.set_recording(was_recording)
 
 
 def _recording():
