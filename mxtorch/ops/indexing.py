@@ -9,7 +9,7 @@ import torch
 from ..base import MXNetError, np_dtype, torch_dtype
 from .params import Bool, DType, Enum, Float, Int, Shape
 from .registry import OpDef, register
-from .shapes import ShapeError, first, merge, prod
+from .shapes import ShapeError, first, known, merge, prod
 from .reduce import at_least_1d, normalize_axis
 
 
@@ -95,12 +95,28 @@ def _one_hot(p, indices):
     return torch.where(hot, on, off).to(torch_dtype(p.dtype))
 
 
+def _when_known(out_shape):
+    """A shape rule that gives the output shape out_shape(p, *input shapes) once every input
+    shape is known (what running the forward on meta tensors gives, without them)."""
+    def rule(p, ins, outs):
+        if not all(known(s) for s in ins):
+            return ins, outs
+        return ins, [out_shape(p, *ins)]
+    return rule
+
+
+def _one_hot_shape(p, indices):
+    if p.depth < 0:
+        raise MXNetError('one_hot: depth must be >= 0, got depth=%d' % p.depth)
+    return tuple(indices) + (p.depth,)
+
+
 register(OpDef('one_hot', _one_hot,
                params={'depth': Int(), 'on_value': Float(1.0), 'off_value': Float(0.0),
                        'dtype': DType('float32', choices=('bfloat16', 'float16', 'float32',
                                                           'float64', 'int32', 'int64', 'int8',
                                                           'uint8'))},
-               inputs=('indices',),
+               inputs=('indices',), infer_shape=_when_known(_one_hot_shape),
                infer_type=lambda p, ins, outs: (ins, [np_dtype(p.dtype)])))
 
 
@@ -121,9 +137,15 @@ def _take(p, a, indices):
     return out.reshape(a.shape[:axis] + indices.shape + a.shape[axis + 1:])
 
 
+def _take_shape(p, a, indices):
+    axis = normalize_axis('take', p.axis, len(a))
+    return tuple(a[:axis]) + tuple(indices) + tuple(a[axis + 1:])
+
+
 register(OpDef('take', _take,
                params={'axis': Int(0), 'mode': Enum(('clip', 'raise', 'wrap'), 'clip')},
-               inputs=('a', 'indices'), infer_type=_data_and_index_type))
+               inputs=('a', 'indices'), infer_type=_data_and_index_type,
+               infer_shape=_when_known(_take_shape)))
 
 
 def _batch_take(p, a, indices):

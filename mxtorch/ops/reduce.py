@@ -318,6 +318,26 @@ def _sorted_shape(name, count):
     return _from_input(out_shapes)
 
 
+def _topk_shape(p, ins, outs):
+    """topk's output shapes once its input's is known (the checks of its forward)."""
+    if not known(ins[0]):
+        return ins, outs
+    shape = ins[0]
+    if p.axis is None:
+        shape, axis = (prod(shape),), 0
+    else:
+        axis = normalize_axis('topk', p.axis, len(shape))
+    size = shape[axis]
+    k = size if p.k <= 0 else p.k
+    if k > size:
+        raise MXNetError('topk: k must be at most %d (the size of the sorted axis), got k=%d'
+                         % (size, p.k))
+    if p.ret_typ == 'mask':
+        return ins, [ins[0]]
+    picked = tuple(shape[:axis]) + (k,) + tuple(shape[axis + 1:])
+    return ins, [picked] * (1 if p.ret_typ == 'indices' else 2)
+
+
 def _sort_type(p, ins, outs):
     data = first(ins[0], outs[0])
     return [data], [data, np_dtype('int64')]
@@ -352,7 +372,7 @@ register(OpDef('topk', _topk,
                outputs=lambda p: (('output0', 'output1') if p.ret_typ in ('both', 'value')
                                   else ('output',)),
                visible_outputs=lambda p: 2 if p.ret_typ == 'both' else 1,
-               infer_type=_topk_type,
+               infer_type=_topk_type, infer_shape=_topk_shape,
                # indices and masks have a zero gradient: their head gradient goes unread
                head_grad=lambda p: 'zero' if p.ret_typ in ('indices', 'mask') else 'required'))
 
