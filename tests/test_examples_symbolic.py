@@ -37,3 +37,36 @@ def test_quantized_batch_norm_moving_stats_are_aux_states():
     want = mx.nd.contrib.quantized_batch_norm(data, g, b, mm, mv, lo, hi, min_calib_range=-1.0,
                                               max_calib_range=1.0)[0].asnumpy()
     np.testing.assert_array_equal(got, want)
+
+
+def test_sgd_subclass_update_override_and_super():
+    # MXNet 1.9.1: SGD's update_multi_precision (the Updater's and kvstores' path) runs SGD's
+    # own rule, so a subclass's update() is not called there; called directly it runs, and its
+    # super().update is SGD's rule. A subclass of the base Optimizer is updated through update().
+    calls = []
+
+    class Masked(mx.optimizer.SGD):
+        def update(self, index, weight, grad, state):
+            calls.append(index)
+            grad[:] = grad * 0.5
+            super().update(index, weight, grad, state)
+
+    opt = Masked(learning_rate=0.1)
+    updater = mx.optimizer.get_updater(opt)
+    w, g = mx.nd.ones((3,)), mx.nd.ones((3,))
+    updater(0, g, w)
+    assert calls == []
+    np.testing.assert_allclose(w.asnumpy(), 0.9)              # plain SGD step
+    opt.update(1, w, g, None)
+    assert calls == [1]
+    np.testing.assert_allclose(w.asnumpy(), 0.85)             # the override's half gradient
+
+    class Custom(mx.optimizer.Optimizer):
+        def update(self, index, weight, grad, state):
+            calls.append(('custom', index))
+            weight[:] = weight - grad
+
+    updater = mx.optimizer.get_updater(Custom())
+    updater(2, g, w)
+    assert calls[-1] == ('custom', 2)
+    np.testing.assert_allclose(w.asnumpy(), 0.35, rtol=1e-6)       # g was halved in place

@@ -259,7 +259,7 @@ class Optimizer:
     def _rule_call(self, indices, weights, grads, states):
         """Count one update of each index, work out their lrs and wds, and run the rule on
         torch tensors (see the module docstring)."""
-        if not self._has_rule():
+        if type(self)._rule is Optimizer._rule:     # (a subclass's update may call super's)
             raise NotImplementedError('optimizer %s has no built-in rule: override '
                                       'update(index, weight, grad, state)' % type(self).__name__)
         self._update_count(indices)
@@ -343,9 +343,13 @@ class Optimizer:
             for arr, sub in zip([weight] + originals, [sub_weight] + updated):
                 arr._tensor[rows] = sub._tensor
 
+    # MXNet 1.9.1's SGD, NAG, LAMB and LARS run their own rule in update_multi_precision (the
+    # path of Updater and the kvstores): there, a subclass's update() override is not called
+    _rule_bypasses_update = False
+
     def _run(self, indices, weights, grads, states):
         # a class that overrides update() gets one call per weight; built-in list rules run once
-        if type(self).update is Optimizer.update:
+        if type(self).update is Optimizer.update or self._rule_bypasses_update:
             self._step(indices, weights, grads, states)
         else:
             for args in zip(indices, weights, grads, states):
@@ -380,6 +384,7 @@ class SGD(Optimizer):
     momentum=0 keeps no state. With lazy_update (the default) a row_sparse gradient changes only
     its stored rows of the weight and momentum; otherwise it counts as dense.
     """
+    _rule_bypasses_update = True
     _master_last = True
 
     def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
@@ -530,6 +535,7 @@ class NAG(Optimizer):
 
     momentum=0 is plain SGD.
     """
+    _rule_bypasses_update = True
     _master_last = True
 
     def __init__(self, momentum=0.0, **kwargs):
@@ -823,6 +829,7 @@ class LAMB(Optimizer):
         r1 = ||weight|| (clamped to [lower_bound, upper_bound] when set);  r2 = ||u||
         weight -= lr * (r1 / r2 if r1 > 0 and r2 > 0 else 1) * u
     """
+    _rule_bypasses_update = True
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6,
                  lower_bound=None, upper_bound=None, bias_correction=True, **kwargs):
@@ -860,6 +867,7 @@ class LARS(Optimizer):
     lr / previous lr when a scheduler changes the rate. Weight decay defaults to 0 for every
     named parameter not ending in `_weight`.
     """
+    _rule_bypasses_update = True
     _master_last = True
 
     def __init__(self, momentum=0.0, lazy_update=True, eta=0.001, eps=0,
