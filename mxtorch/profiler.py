@@ -221,12 +221,17 @@ _SORT_KEYS = {'total': 1, 'avg': 4, 'min': 2, 'max': 3, 'count': 0}
 def _ranges(session):
     """[(category, name, ms)] of the session's timed MXNet-level ranges (operators, custom
     operators, user ranges; not torch's own operators, which only the trace shows)."""
+    try:                         # torch's raw events: building session.events()'s tree of
+        timed = [(e.name(), e.duration_ns() / 1e6)  # every aten call takes seconds per second
+                 for e in session.profiler.kineto_results.events()]
+    except AttributeError:
+        timed = [(e.name, e.time_range.elapsed_us() / 1000.0) for e in session.events()]
     out = []
-    for event in session.events():
-        mine = _labels.get(event.name)
+    for name, ms in timed:
+        mine = _labels.get(name)
         if mine is None or mine[2] != 'X':
             continue            # torch's operators, memory records, counter values, markers
-        out.append((mine[0], mine[1], event.time_range.elapsed_us() / 1000.0))
+        out.append((mine[0], mine[1], ms))
     return out
 
 
