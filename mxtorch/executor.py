@@ -196,8 +196,11 @@ class Executor:
             if self._storage is not None:        # (sparse values: no rewrites, no tracer)
                 self._fast_infer = self._forward_infer
             elif fusion.enabled():   # its steps keep state between calls: not for the tracer
-                plan = fusion.optimize_for_inference(self._plan)
-                self._fast_infer = plan.compile(False, device)[0]
+                fused = fusion.optimize_for_inference(self._plan).compile(False, device)[0]
+                self._fast_infer = fused  # ... but what a compiled unfused forward must beat
+                if isinstance(self._forward_infer, Compiled):
+                    compiled = Compiled(self._forward_infer.fn, device, 'inference', fused)
+                    self._fast_infer = compiled if compiled.active else fused
             else:
                 self._fast_infer = Compiled(self._forward_infer.fn, device, 'inference')
         return self._fast_infer
@@ -430,7 +433,7 @@ class Executor:
         with torch.no_grad():
             for i, (req, g, arg) in enumerate(zip(self._grad_reqs, self._grad_list,
                                                   self.arg_arrays)):
-                if req == 'write' and g is not None and not arg._tensor.dtype.is_floating_point \
+                if req == 'write' and g is not None and not _value_dtype(arg).is_floating_point \
                         and i not in self._leaf_positions:
                     g._tensor.zero_()
 
