@@ -16,8 +16,9 @@ for now):
     background         after AUTO_AFTER calls, in a background thread, while the plan keeps
                        running uncompiled; it switches when ready (fastest start, but the step
                        at which the numbers start to come from compiled code depends on timing)
-Once compiled, the compiled and the uncompiled function are timed on the copies (forward and
-backward, median of a few calls) and the compiled code is used only if it is at least 5% faster:
+Once compiled, the compiled and the uncompiled function (for inference, the fused plan of
+fusion.py: folded BatchNorm, oneDNN convolutions) are timed on the copies (forward and backward,
+median of a few calls) and the compiled code is used only if it is at least 5% faster:
 inductor speeds up graphs with element-wise work between their convolutions (LeNet 2x) but can
 slow down GEMM-bound ones (an MLP 1.1-1.3x); see benchmarks/RESULTS.md. Compiled numbers are
 within float rounding of the uncompiled plan's (inductor fuses element-wise work and may reorder
@@ -62,8 +63,13 @@ class Compiled:
     for (a bound executor calls each of its functions in one mode). MXTORCH_COMPILE is read when
     the object is made (at bind), so an uncompiled call costs one attribute test."""
 
-    def __init__(self, fn, device, name):
+    def __init__(self, fn, device, name, baseline=None):
         self.fn = fn
+        # what runs until the compiled code is ready, and what it must beat: `fn` itself, or
+        # another function of the same inputs and results (the fused inference plan, whose
+        # steps keep state between calls and so are not traced)
+        self.baseline = baseline or fn
+        self._baseline_time = None
         self.name = name
         self.calls = 0
         self.state = 'eager'        # 'eager' -> 'compiling' -> 'ready' | 'slower' | 'failed'
@@ -71,6 +77,11 @@ class Compiled:
         self._grad_mode = None
         # when to compile; GPUs: not yet (CUDA graph capture is next)
         self._when = mode() if device.type == 'cpu' else None
+
+    @property
+    def active(self):
+        """Whether this function will be compiled (MXTORCH_COMPILE set, a CPU plan)."""
+        return self._when is not None
 
     def __call__(self, *inputs):
         if self.state == 'ready' and torch.is_grad_enabled() == self._grad_mode:
@@ -82,12 +93,14 @@ class Compiled:
             self.calls += 1                      # 'background'
             if self.calls >= AUTO_AFTER:
                 self._start(inputs)
-        return self.fn(*inputs)
+        return self.baseline(*inputs)
 
     def _start(self, inputs):
         self.state = 'compiling'
-        thread = threading.Thread(target=self._compile,
-                                  args=(_examples(inputs), torch.is_grad_enabled()),
+        examples, grad_mode = _examples(inputs), torch.is_grad_enabled()
+        if self.baseline is not self.fn:   # timed here: the thread must not call it meanwhile
+            self._baseline_time = _timed(self.baseline, examples, grad_mode)
+        thread = threading.Thread(target=self._compile, args=(examples, grad_mode),
                                   name='mxtorch-compile-%s' % self.name, daemon=True)
         _THREADS.append(thread)
         thread.start()
@@ -100,8 +113,8 @@ class Compiled:
                                     '`functools.lru_cache`-wrapped function')
             compiled = torch.compile(_own_code(self.fn), dynamic=False)
             _step(compiled, examples, grad_mode)     # compiles forward and backward
-            eager, fast = _timed(self.fn, examples, grad_mode), _timed(compiled, examples,
-                                                                         grad_mode)
+            eager = self._baseline_time or _timed(self.baseline, examples, grad_mode)
+            fast = _timed(compiled, examples, grad_mode)
             if fast < eager * KEEP_BELOW:
                 self._compiled, self._grad_mode = compiled, grad_mode
                 self.state = 'ready'

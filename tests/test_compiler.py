@@ -153,6 +153,25 @@ def test_compiled_code_kept_only_when_faster(monkeypatch):
 
 
 
+def test_inference_compiles_the_unfused_forward_against_the_fused_plan(monkeypatch):
+    """With fusion.py on, the inference forward that a compiled unfused graph must beat is the
+    fused plan: it runs until the compiled code is ready and stays where that is not faster."""
+    monkeypatch.setenv('MXTORCH_COMPILE', '1')
+    monkeypatch.delenv('MXTORCH_FUSE', raising=False)
+    want = _bind(_net()).forward(is_train=False)[0].asnumpy()
+    for fused_time, compiled_time, state in ((1.0, 0.9, 'ready'), (1.0, 0.97, 'slower')):
+        ex = _bind(_net())
+        infer = ex._inference()
+        assert infer.baseline is not infer.fn            # the fused plan, not the bound forward
+        monkeypatch.setattr(compiler, '_timed', lambda fn, examples, grad: (
+            fused_time if fn is infer.baseline else compiled_time))
+        np.testing.assert_allclose(ex.forward(is_train=False)[0].asnumpy(), want, rtol=1e-5,
+                                   atol=1e-6)
+        assert infer.state == state
+        np.testing.assert_allclose(ex.forward(is_train=False)[0].asnumpy(), want, rtol=1e-5,
+                                   atol=1e-6)
+
+
 def _module_params(monkeypatch, compiled, make, batches, **opt):
     """Parameters (and aux states) of a Module trained on `batches`, compiled or not."""
     monkeypatch.setenv('MXTORCH_COMPILE', '1' if compiled else '0')
@@ -234,7 +253,8 @@ def test_compiled_bucketing_reaches_the_uncompiled_parameters(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _no_leftover_compiles(monkeypatch, request):
-    if request.node.name != 'test_compiled_code_kept_only_when_faster':
+    if request.node.name not in ('test_compiled_code_kept_only_when_faster',
+                                 'test_inference_compiles_the_unfused_forward_against_the_fused_plan'):
         monkeypatch.setattr(compiler, 'KEEP_BELOW', float('inf'))   # keep whatever compiles
     yield
     compiler.wait()
