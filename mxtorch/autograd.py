@@ -55,12 +55,15 @@ class _RecordingStateScope:
     def __enter__(self):
         if self._enter_is_record is not None:
             self._prev_is_record = set_recording(self._enter_is_record)
+            _state.paused = getattr(_state, 'paused', 0) + (
+                self._prev_is_record and not self._enter_is_record)
         if self._enter_train_mode is not None:
             self._prev_train_mode = set_training(self._enter_train_mode)
         return self
 
     def __exit__(self, *exc):
         if self._enter_is_record is not None:
+            _state.paused -= self._prev_is_record and not self._enter_is_record
             set_recording(self._prev_is_record)
         if self._enter_train_mode is not None:
             set_training(self._prev_train_mode)
@@ -160,6 +163,12 @@ def _prepare_write(target, value=None):
                          'section. Also note that you cannot use inplace operations like +=, *=, '
                          'relu(x, out=x), y[idx]=x, etc inside a record section.')
     return value is not None and value.requires_grad
+
+
+def _paused_in_record():
+    """Inside pause() within record(): where MXNet code rewrites arrays the recorded graph
+    holds (spectral norm's power iteration) and backward reads the new values."""
+    return getattr(_state, 'paused', 0) > 0 and not is_recording()
 
 
 def _refuse_inplace(result):

@@ -497,7 +497,7 @@ def test_worker_that_never_arrives_is_named(tmp_path):
     for code, out, seconds in results:
         assert code != 0
         assert 'rank 2 of 3 did not join the job within the 3 s timeout' in out, out
-        assert seconds < 3 + 15, seconds          # start-up, then the 3 s wait
+        assert seconds < 3 + 60, seconds          # start-up (slow on a loaded machine), the wait
 
 
 def test_partial_or_dmlc_environments_fail_clearly(monkeypatch):

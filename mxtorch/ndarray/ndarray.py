@@ -357,9 +357,11 @@ class NDArray:
         t = self._tensor
         from .. import autograd
         recorded = autograd._prepare_write(t, value._tensor if isinstance(value, NDArray) else None)
-        if not recorded:
-            # an unrecorded write is not versioned (`.data`): a graph that saved this array
-            # reads the new values in backward, as in MXNet, instead of failing torch's check
+        if not recorded and autograd._paused_in_record():
+            # paused inside record(), the write is not versioned (`.data`): a graph that saved
+            # this array reads the new values in backward, as in MXNet, instead of failing
+            # torch's check. Elsewhere writes are versioned: bound plans keep values derived
+            # from arrays (folded weights) while their version counters stay put.
             t = t.data
         if not basic and _has_negative_step(index) and t.is_contiguous():
             t, index = t.view(-1), _flat_positions(index, t)    # (torch: no negative strides)
