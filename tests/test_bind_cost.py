@@ -194,6 +194,9 @@ def test_reductions_infer_shapes_by_rule(monkeypatch):
         mx.sym.norm(x, ord=3).infer_shape(x=(2, 3))
     i = mx.sym.Variable('i')
     assert mx.sym.one_hot(i, depth=5).infer_shape(i=(2, 3))[1] == [(2, 3, 5)]
+    assert mx.sym.batch_take(x, i).infer_shape(x=(2, 3, 4), i=(6,))[1] == [(6,)]
+    with pytest.raises(mx.MXNetError, match='expected 6'):
+        mx.sym.batch_take(x, i).infer_shape(x=(2, 3, 4), i=(5,))
     assert mx.sym.take(x, i, axis=1).infer_shape(x=(2, 3, 4), i=(5,))[1] == [(2, 5, 4)]
     topk = mx.sym.topk(x, axis=1, k=2, ret_typ='both')
     assert topk.infer_shape(x=(2, 3, 4))[1] == [(2, 2, 4), (2, 2, 4)]

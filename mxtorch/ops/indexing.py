@@ -166,8 +166,19 @@ def _batch_take_type(p, ins, outs):
     return [data, index], [data]
 
 
+def _batch_take_shape(p, ins, outs):
+    a, indices = ins
+    if not (known(a) and known(indices)) or not a:
+        return ins, outs
+    if prod(indices) != prod(a[:-1]):
+        raise MXNetError('batch_take: indices has %d elements, expected %d (one per row of a %s)'
+                         % (prod(indices), prod(a[:-1]), tuple(a)))
+    return ins, [tuple(indices)]
+
+
 register(OpDef('batch_take', _batch_take, inputs=('a', 'indices'),
-               infer_type=_batch_take_type, differentiable=False))
+               infer_type=_batch_take_type, infer_shape=_batch_take_shape,
+               differentiable=False))
 
 
 # ---------------------------------------------------------------------------------------------
