@@ -139,7 +139,7 @@ def test_pillow_legacy_resample_names_under_mxtorch_run(tmp_path):
     assert plain.returncode != 0 and 'ANTIALIAS' in plain.stderr
 
 
-def test_profiler_names_the_operators_of_a_hybridized_block():
+def test_profiler_names_the_operators_of_a_hybridized_block(tmp_path):
     """image_classification.py --builtin-profiler: a hybridized net's operators are in the
     aggregate table under their MXNet names, counted once per call (as MXNet 1.9.1 counts)."""
     from mxtorch import autograd, profiler
@@ -150,15 +150,24 @@ def test_profiler_names_the_operators_of_a_hybridized_block():
     net.hybridize()
     x = mx.nd.ones((2, 1, 6, 6))
     net(x)
-    profiler.set_config(profile_all=True, aggregate_stats=True)
-    profiler.set_state('run')
-    for _ in range(3):
-        with autograd.record():
-            y = net(x)
-        y.backward()
-    mx.nd.waitall()
-    profiler.set_state('stop')
-    table = profiler.dumps(reset=True)
+    saved = dict(profiler._config)
+    profiler.set_config(profile_all=True, aggregate_stats=True,
+                        filename=str(tmp_path / 'profile.json'))
+    try:
+        profiler.set_state('run')
+        for _ in range(3):
+            with autograd.record():
+                y = net(x)
+            y.backward()
+        mx.nd.waitall()
+        profiler.set_state('stop')
+        table = profiler.dumps(reset=True)
+        profiler.dump(finished=True)          # nothing left for the exit-time dump
+    finally:
+        profiler.set_state('stop')
+        profiler._config.clear()
+        profiler._config.update(saved)
+        del profiler._trace_sessions[:], profiler._stat_sessions[:]
     counts = {line.split()[0]: int(line.split()[1]) for line in table.splitlines()
               if len(line.split()) == 6 and line.split()[1].isdigit()}
     for name in ('Convolution', 'BatchNorm', 'Activation', 'FullyConnected'):
