@@ -537,6 +537,8 @@ class Executor:
         whose gradient hook records what MXNet's backward node of `step` outputs (this node's
         gradient of that input, before other consumers' are summed in)."""
         n_args = len(step.op.arg_names(step.params))
+        if not any(isinstance(v, torch.Tensor) and v.requires_grad for v in args[:n_args]):
+            return     # no input needs a gradient: MXNet's backward graph has no node for it
         grads = [None] * n_args
         shapes = [tuple(a.shape) for a in args[:n_args]]
         for i, value in enumerate(args[:n_args]):

@@ -70,3 +70,26 @@ def test_sgd_subclass_update_override_and_super():
     updater(2, g, w)
     assert calls[-1] == ('custom', 2)
     np.testing.assert_allclose(w.asnumpy(), 0.35, rtol=1e-6)       # g was halved in place
+
+
+def test_monitor_reports_no_backward_node_whose_inputs_need_no_gradient():
+    # MXNet 1.9.1 (train_mnist.py --monitor): flatten0 only reads `data` (no gradient), so its
+    # backward graph has no flatten0_backward node; fc1_backward is there (weight, bias)
+    data = mx.sym.Flatten(mx.sym.var('data'), name='flatten0')
+    fc1 = mx.sym.FullyConnected(data, num_hidden=4, name='fc1')
+    net = mx.sym.SoftmaxOutput(fc1, name='softmax')
+    mod = mx.mod.Module(net, context=mx.cpu())
+    mod.bind(data_shapes=[('data', (2, 1, 2, 2))], label_shapes=[('softmax_label', (2,))])
+    mod.init_params()
+    mod.init_optimizer()
+    names = []
+    mon = mx.mon.Monitor(1, lambda x: mx.nd.norm(x) / np.sqrt(x.size), pattern='.*')
+    mon.install(mod._exec_group.execs[0])
+    mon.tic()
+    batch = mx.io.DataBatch([mx.nd.ones((2, 1, 2, 2))], [mx.nd.array([0, 1])])
+    mod.forward_backward(batch)
+    names = [name for _, name, _ in mon.toc()]
+    assert names == ['flatten0_output', 'fc1_output', 'softmax_output',
+                     'softmax_backward_output0', 'softmax_backward_output1',
+                     'fc1_backward_output0', 'fc1_backward_output1', 'fc1_backward_output2',
+                     'data', 'fc1_weight', 'fc1_bias', 'softmax_label']
