@@ -57,16 +57,19 @@ def involved(tensors, results):
 
 class _Carry(torch.autograd.Function):
     """`value` as it is, standing in torch's graph for `graph` (of the same shape): its gradient
-    goes to `graph`, in graph's dtype."""
+    goes to `graph`, in graph's dtype; the gradient of an integer value (`integer`: its dtype)
+    is first truncated to that dtype, as MXNet's integer backward arithmetic has it."""
 
     @staticmethod
-    def forward(ctx, value, graph):  # pylint: disable=arguments-differ
-        ctx.dtype = graph.dtype
+    def forward(ctx, value, graph, integer=None):  # pylint: disable=arguments-differ
+        ctx.dtype, ctx.integer = graph.dtype, integer
         return value.clone()
 
     @staticmethod
     def backward(ctx, grad):  # pylint: disable=arguments-differ
-        return None, grad.to(ctx.dtype)
+        if ctx.integer is not None:
+            grad = grad.to(ctx.integer)
+        return None, grad.to(ctx.dtype), None
 
 
 def _zero_link(value, sources):
@@ -75,10 +78,11 @@ def _zero_link(value, sources):
     return torch.zeros(value.shape, dtype=SHADOW_DTYPE, device=value.device) + anchor
 
 
-def follow(fn, tensors, results, converts=False):
+def follow(fn, tensors, results, converts=False, integer_gradient=True):
     """`results` (a list) of fn(*tensors), each linked into torch's graph by fn run again with the
     inputs' shadows in place of the inputs (converts: fn is a dtype conversion, result k of input
-    k, whose graph is the identity); a result with no graph that way has a zero gradient.
+    k, whose graph is the identity); a result with no graph that way has a zero gradient, as
+    have integer results of an op without `integer_gradient`.
     Floating results become tensors in the graph; integer ones get a shadow. Returns the list
     of results to use."""
     subs = [graph_tensor(t) for t in tensors]
@@ -88,7 +92,8 @@ def follow(fn, tensors, results, converts=False):
     with torch.enable_grad():
         if converts:
             graphs = [s if s.is_floating_point() else None for s in subs[:len(results)]]
-        elif all(s is t for s, t in zip(subs, tensors)):
+        elif all(s is t for s, t in zip(subs, tensors)) or not (
+                integer_gradient or any(r.is_floating_point() for r in results)):
             graphs = []           # no shadows: running fn again would give the same graph
         else:
             try:
@@ -108,12 +113,12 @@ def follow(fn, tensors, results, converts=False):
             linked.append(_Carry.apply(r.detach(), g))
         else:
             r = r.detach()
-            r._mx_shadow = _Carry.apply(r.to(SHADOW_DTYPE), g)
+            r._mx_shadow = _Carry.apply(r.to(SHADOW_DTYPE), g, r.dtype)
             linked.append(r)
     return linked
 
 
-def wrap_step(fn, converts=False):
+def wrap_step(fn, converts=False, integer_gradient=True):
     """A plan step's callable that links its results as `follow` does when involved."""
     def step(*tensors):
         out = fn(*tensors)
@@ -121,7 +126,7 @@ def wrap_step(fn, converts=False):
         results = [out] if single else list(out)
         if not torch.is_grad_enabled() or not involved(tensors, results):
             return out
-        linked = follow(fn, tensors, results, converts)
+        linked = follow(fn, tensors, results, converts, integer_gradient)
         return linked[0] if single else type(out)(linked)
     return step
 
@@ -131,4 +136,5 @@ def wrap_plan_steps(namespace, steps):
     for step in steps:
         op = getattr(step.node, 'op', None)
         namespace[step.fn_name] = wrap_step(namespace[step.fn_name],
-                                            getattr(op, 'converts_dtype', False))
+                                            getattr(op, 'converts_dtype', False),
+                                            getattr(op, 'integer_gradient', True))

@@ -121,3 +121,25 @@ def test_bound_graph_gives_integer_arguments_gradients_and_passes_them_through_c
     exe.backward(nd.array([1, 2, 3]))
     assert exe.outputs[0].asnumpy().tolist() == [0., -3., 6.]
     assert exe.grad_dict['w'].asnumpy().tolist() == [3., 6., 9.]
+
+
+def test_integer_gradients_truncate_and_the_integer_modulo_has_none():
+    # MXNet computes backward over integer values in the integer type: a head gradient of 2.5
+    # reaches an int32 output as 2, and the modulo's integer gradient kernels give 0
+    a, b = mx.sym.var('a'), mx.sym.var('b')
+    ai, bi = mx.sym.cast(a, dtype='int32'), mx.sym.cast(b, dtype='int32')
+    for sym, ga_expected, gb_expected in [
+            (mx.sym.broadcast_mul(ai, bi), [[12., 12., 12.]], [[42.], [42.]]),
+            (mx.sym.broadcast_mod(ai, bi), [[0., 0., 0.]], [[0.], [0.]])]:
+        ga, gb = nd.empty((1, 3)), nd.empty((2, 1))
+        exe = sym.bind(mx.cpu(), args={'a': nd.array([[5., 7., 9.]]), 'b': nd.array([[2.], [4.]])},
+                       args_grad=[ga, gb])
+        exe.forward(is_train=True)
+        exe.backward([nd.full((2, 3), 2.5)])
+        assert ga.asnumpy().tolist() == ga_expected and gb.asnumpy().tolist() == gb_expected
+    x = nd.array([5, 7], dtype='int32')
+    x.attach_grad()
+    with ag.record():
+        y = x % 3
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [0, 0]

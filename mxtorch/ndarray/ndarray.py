@@ -619,7 +619,7 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
     visible = [_fresh(r, tensors) for r in results[:op.num_visible_outputs(p)]]
     if recording and int_grad.involved(tensors, visible):     # integer arrays' gradients
         visible = int_grad.follow(lambda *ts: forward(p, *ts, **kwargs), tensors, visible,
-                                  op.converts_dtype)
+                                  op.converts_dtype, op.integer_gradient)
     _check_legacy_shapes(op, tensors, visible)
     if failure is not None and out is None:
         engine.mark(failure, visible)

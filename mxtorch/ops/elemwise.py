@@ -121,8 +121,10 @@ for _ew, _ew_alias, _bc, _bc_alias, _kind in _BINARY_OPS:
                          infer_shape=same_shape, aliases=_ew_alias))
     _op.backward_node = _kind != 'add'     # elemwise_add's gradient is MXNet's CloneGradient
     _op.sum_of_two = _op.fresh_output = _kind == 'add'
-    register(OpDef(_bc, _binary_forward(_kind, _bc), inputs=('lhs', 'rhs'),
-                   infer_shape=_broadcast_shape, aliases=_bc_alias)).fresh_output = _kind == 'add'
+    _op.integer_gradient = _kind != 'mod'        # MXNet's integer modulo has zero gradients
+    _op = register(OpDef(_bc, _binary_forward(_kind, _bc), inputs=('lhs', 'rhs'),
+                         infer_shape=_broadcast_shape, aliases=_bc_alias))
+    _op.fresh_output, _op.integer_gradient = _kind == 'add', _kind != 'mod'
 
 
 def _add_n(p, *args):
@@ -195,7 +197,8 @@ for _kind, _fn in list(_SCALAR_FUNCS.items()) + list(_SCALAR_CMP.items()):
     _alias = _SCALAR_ALIAS.get(_kind, '_%sScalar' % _camel(_kind))
     register(OpDef(_name, _scalar_forward(_name, _fn, _kind in _SCALAR_CMP),
                    params={'scalar': Float(1.0), 'is_int': Bool(True)},
-                   infer_shape=same_shape, aliases=(_alias,)))
+                   infer_shape=same_shape, aliases=(_alias,))).integer_gradient = \
+        _kind not in ('mod', 'rmod')
 
 
 # ---------------------------------------------------------------------------------------------

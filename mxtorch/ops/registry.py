@@ -110,6 +110,9 @@ class OpDef:
     # output k is input k converted to another dtype (Cast, amp_cast): a gradient passes
     # straight back through it, to or from an integer dtype as well (int_grad.py)
     converts_dtype = False
+    # False where MXNet's backward over integer-typed values is zero (the modulo, whose
+    # gradient kernels are 0 for integer types): int_grad.py links such results with zeros
+    integer_gradient = True
     # upgrade_attrs(attrs, version): fixes, in place, the attrs of a node loaded from a graph
     # MXNet `version` saved (MXNet's load-time upgrades of one operator)
     upgrade_attrs = None
