@@ -93,3 +93,10 @@ def test_monitor_reports_no_backward_node_whose_inputs_need_no_gradient():
                      'softmax_backward_output0', 'softmax_backward_output1',
                      'fc1_backward_output0', 'fc1_backward_output1', 'fc1_backward_output2',
                      'data', 'fc1_weight', 'fc1_bias', 'softmax_label']
+
+
+def test_ndarray_iter_over_no_samples_is_empty_as_mxnet():
+    # MXNet 1.9.1 builds it (text_cnn.py with a small corpus): shapes from the batch size, 0 batches
+    it = mx.io.NDArrayIter(np.zeros((0, 14)), np.zeros(0), 50, shuffle=True)
+    assert it.provide_data[0].shape == (50, 14) and it.num_data == 0
+    assert list(it) == []

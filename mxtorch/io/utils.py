@@ -52,7 +52,7 @@ def _part_range(num_samples, num_parts, part_index):
                          % (num_parts, part_index))
     start = num_samples * part_index // num_parts
     stop = num_samples * (part_index + 1) // num_parts
-    if start == stop:
+    if start == stop and num_parts > 1:      # (one part of no samples: an empty iterator)
         raise ValueError('part %d of %d is empty: only %d samples to split'
                          % (part_index, num_parts, num_samples))
     return start, stop
