@@ -161,6 +161,42 @@ class _LegacyNumpy:
 _legacy_numpy = _LegacyNumpy()
 
 
+class _LegacyCollections:
+    """`collections.Mapping` and the other ABC aliases Python 3.10 removed (MXNet 1.x's
+    Python 3.6-3.8 had them; e.g. example/ssd's config uses collections.Mapping), served from
+    collections.abc while the alias is on, with a warning the first time each is used."""
+
+    def __init__(self):
+        self.warned = set()
+        self.installed = False
+
+    def _getattr(self, name):
+        import collections.abc
+        if not name.startswith('_') and name in collections.abc.__all__:
+            if name not in self.warned:
+                self.warned.add(name)
+                warnings.warn('collections.%s was removed in Python 3.10; mxtorch serves '
+                              'collections.abc.%s for this MXNet-era script' % (name, name),
+                              FutureWarning, stacklevel=2)
+            return getattr(collections.abc, name)
+        raise AttributeError("module 'collections' has no attribute %r" % name)
+
+    def install(self):
+        import collections
+        if not self.installed and '__getattr__' not in collections.__dict__:
+            collections.__getattr__ = self._getattr
+            self.installed = True
+
+    def uninstall(self):
+        import collections
+        if self.installed:
+            del collections.__getattr__
+            self.installed = False
+
+
+_legacy_collections = _LegacyCollections()
+
+
 class _Numpy1Size1(numpy.ndarray):
     """A one-element NDArray.asnumpy() result while the alias is on: float(), int() and
     `'%f' % a` of it work, as in NumPy 1.x (NumPy 2 converts only 0-d arrays to scalars).
@@ -203,6 +239,7 @@ def install():
     sys.meta_path.insert(0, _FINDER)
     sys.meta_path.insert(1, _TOOLKITS)
     _legacy_numpy.install()
+    _legacy_collections.install()
     if int(numpy.__version__.split('.')[0]) >= 2:
         importlib.import_module(TARGET + '.ndarray.ndarray').LEGACY_SIZE1[0] = _Numpy1Size1
 
@@ -214,6 +251,7 @@ def uninstall():
     while _TOOLKITS in sys.meta_path:
         sys.meta_path.remove(_TOOLKITS)
     _legacy_numpy.uninstall()
+    _legacy_collections.uninstall()
     importlib.import_module(TARGET + '.ndarray.ndarray').LEGACY_SIZE1[0] = None
     for name, module in list(sys.modules.items()):
         if (name == ALIAS or name.startswith(ALIAS + '.')) and _is_alias(name, module):

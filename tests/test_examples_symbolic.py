@@ -100,3 +100,31 @@ def test_ndarray_iter_over_no_samples_is_empty_as_mxnet():
     it = mx.io.NDArrayIter(np.zeros((0, 14)), np.zeros(0), 50, shuffle=True)
     assert it.provide_data[0].shape == (50, 14) and it.num_data == 0
     assert list(it) == []
+
+
+def test_legacy_collections_abc_names_only_while_the_alias_is_installed():
+    # example/ssd's config does isinstance(x, collections.Mapping) (Python <= 3.9)
+    import collections
+    import collections.abc
+    import sys
+    import warnings
+    import pytest
+    from mxtorch import compat
+    if sys.version_info < (3, 10):
+        pytest.skip('this Python still has the aliases')
+    with pytest.raises(AttributeError):
+        collections.Mapping
+    compat.install()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            assert collections.Mapping is collections.abc.Mapping
+            assert isinstance([], collections.Sequence) and collections.Mapping
+        assert [str(w.message).split(' ')[0] for w in caught] == ['collections.Mapping',
+                                                                   'collections.Sequence']
+        with pytest.raises(AttributeError):
+            collections.NoSuchName
+    finally:
+        compat.uninstall()
+    with pytest.raises(AttributeError):
+        collections.Mapping
