@@ -168,3 +168,31 @@ def test_one_element_asnumpy_converts_to_a_scalar_under_the_alias():
     finally:
         compat.uninstall()
     assert type(loss.asnumpy()) is np.ndarray
+
+
+@pytest.mark.parametrize('hybrid', [False, True])
+def test_fix_gamma_batchnorm_writes_a_zero_gamma_gradient(hybrid):
+    # GluonCV's SSD FeatureExpander: mx.sym.BatchNorm (fix_gamma=True) inside a SymbolBlock;
+    # MXNet writes gamma's zero gradient, so Trainer.step finds it fresh
+    data = mx.sym.var('data')
+    net = mx.sym.BatchNorm(mx.sym.Convolution(data, num_filter=2, kernel=(1, 1), name='c'),
+                           name='bn')
+    block = mx.gluon.SymbolBlock(net, [data])
+    block.initialize()
+    if hybrid:
+        block.hybridize()
+    with mx.autograd.record():
+        loss = (block(mx.nd.ones((2, 3, 2, 2))) ** 2).sum()
+    loss.backward()
+    gamma = block.collect_params()['bn_gamma']
+    assert gamma.grad().asnumpy().tolist() == [0.0, 0.0]
+    mx.gluon.Trainer(block.collect_params(), 'sgd', {'learning_rate': 0.1}).step(1)
+    # imperative: the same
+    g = mx.nd.array([3.0, 3.0])
+    g.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.BatchNorm(mx.nd.ones((2, 2, 1, 1)), g, mx.nd.zeros(2), mx.nd.zeros(2),
+                            mx.nd.ones(2), fix_gamma=True)
+    y.backward()
+    assert g._fresh_grad and g.grad.asnumpy().tolist() == [0.0, 0.0]
+    np.testing.assert_allclose(y.asnumpy().ravel(), 0.0, atol=1e-6)

@@ -80,7 +80,7 @@ def _moving_stats_with_batch_gradient(p, data, gamma, beta, moving_mean, moving_
     centred = data - mean
     batch_var = centred.pow(2).mean(dim=axes, keepdim=True)
     var = moving_var.reshape(shape) + (batch_var - batch_var.detach())
-    weight = torch.ones_like(gamma) if p.fix_gamma else gamma
+    weight = nn.fixed_gamma(gamma) if p.fix_gamma else gamma
     return centred * torch.rsqrt(var + p.eps) * weight.reshape(shape) + beta.reshape(shape)
 
 

@@ -79,6 +79,12 @@ register(OpDef('Activation', _activation,
 # ---------------------------------------------------------------------------------------------
 # BatchNorm
 # ---------------------------------------------------------------------------------------------
+def fixed_gamma(gamma):
+    """Ones in place of gamma (fix_gamma). Under recording gamma stays in the graph with a
+    zero gradient: MXNet writes that zero, so the Parameter's gradient is fresh for Trainer."""
+    return gamma.mul(0).add_(1) if gamma.requires_grad else torch.ones_like(gamma)
+
+
 def _batch_norm(p, data, gamma, beta, moving_mean, moving_var, *, train):
     """Normalise over every axis but `axis`. Outputs (out, mean, inv_std); the last two are
     the batch statistics in training and the moving ones otherwise (MXNet's hidden outputs)."""
@@ -86,7 +92,7 @@ def _batch_norm(p, data, gamma, beta, moving_mean, moving_var, *, train):
     # contiguous: torch's kernels sum a strided view (a slice, another axis) in another order,
     # and a bound graph's slice is a view where mx.nd.slice's result is a copy
     x = (data if axis == 1 else data.movedim(axis, 1)).contiguous()
-    weight = torch.ones_like(gamma) if p.fix_gamma else gamma
+    weight = fixed_gamma(gamma) if p.fix_gamma else gamma
     if train and not p.use_global_stats:
         out, mean, inv_std = torch.native_batch_norm(x, weight, beta, None, None, True, 0.0,
                                                      p.eps)
