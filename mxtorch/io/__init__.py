@@ -8,8 +8,9 @@ from .mnist_iter import MNISTIter
 from .libsvm_iter import LibSVMIter
 from .image_record_iter import (ImageRecordIter, ImageRecordIter_v1, ImageRecordUInt8Iter,
                                 ImageRecordUInt8Iter_v1, ImageRecordInt8Iter)
+from .image_det_record_iter import ImageDetRecordIter
 
 __all__ = ['DataDesc', 'DataBatch', 'DataIter', 'ResizeIter', 'PrefetchingIter', 'NDArrayIter',
            'MXDataIter', 'CSVIter', 'MNISTIter', 'LibSVMIter', 'ImageRecordIter',
            'ImageRecordIter_v1', 'ImageRecordUInt8Iter', 'ImageRecordUInt8Iter_v1',
-           'ImageRecordInt8Iter']
+           'ImageRecordInt8Iter', 'ImageDetRecordIter']

@@ -104,7 +104,7 @@ def _read_list(path, label_width):
             if len(fields) < 2:
                 continue
             values = np.array([float(v) for v in fields[1:-1]], dtype=np.float32)
-            if len(values) != label_width:
+            if 0 <= label_width != len(values):
                 raise MXNetError('ImageRecordIter: %s gives %d labels for image %s but '
                                  'label_width is %d' % (path, len(values), fields[0],
                                                         label_width))
@@ -216,11 +216,15 @@ class ImageRecordIter(MXDataIter):
     """Iterate over a RecordIO file of packed images in augmented batches (module docstring)."""
     _name = 'ImageRecordIter'
     _default_dtype = np.float32
+    _params = _PARAMS
+    _read_list = staticmethod(_read_list)
+    _augmenter = _Augmenter
+    _stale_pad = False     # without round_batch, whether pad counts the stale rows
 
     def __init__(self, *args, **kwargs):
         super().__init__(kwargs.get('data_name', 'data'), kwargs.get('label_name',
                                                                      'softmax_label'))
-        p = parse_params(self._name, dict(_PARAMS, prefetch_buffer=('count', 4),
+        p = parse_params(self._name, dict(self._params, prefetch_buffer=('count', 4),
                                           ctx=('str', 'gpu')), args, kwargs)
         self._p = p
         c, h, w = self._data_shape(p['data_shape'])
@@ -243,9 +247,9 @@ class ImageRecordIter(MXDataIter):
             raise MXNetError('%s: part %d of %d of %s holds no record'
                              % (self._name, p['part_index'], p['num_parts'], p['path_imgrec']))
         self._offsets = [offsets[i] for i in chosen]
-        self._list_labels = _read_list(p['path_imglist'], p['label_width']) \
+        self._list_labels = self._read_list(p['path_imglist'], p['label_width']) \
             if p['path_imglist'] else None
-        self._aug = _Augmenter(p)
+        self._aug = self._augmenter(p)
         mean = np.array([p['mean_r'], p['mean_g'], p['mean_b'], p['mean_a']][:c], np.float32)
         std = np.array([p['std_r'], p['std_g'], p['std_b'], p['std_a']][:c], np.float32)
         self._mean, self._std = mean.reshape(c, 1, 1), std.reshape(c, 1, 1)
@@ -297,6 +301,12 @@ class ImageRecordIter(MXDataIter):
         reader.handle.seek(self._offsets[row])
         header, payload = recordio.unpack(reader.read())
         label = self._label(header)
+        img = self._decode(payload, row)
+        img = self._aug(img, rng)
+        return self._normalize(img, rng), label
+
+    def _decode(self, payload, row):
+        """The HWC RGB(A) uint8 image of record `row`'s payload."""
         flag = 0 if self._channels == 1 else (-1 if self._channels == 4 else 1)
         img = _cv2().imdecode(np.frombuffer(payload, dtype=np.uint8), flag)
         if img is None:
@@ -305,8 +315,7 @@ class ImageRecordIter(MXDataIter):
         img = img.reshape(img.shape[0], img.shape[1], -1)
         if img.shape[2] >= 3:
             img = img[:, :, [2, 1, 0] + list(range(3, img.shape[2]))]
-        img = self._aug(img, rng)
-        return self._normalize(img, rng), label
+        return img
 
     def _label(self, header):
         width = self._p['label_width']
@@ -349,7 +358,8 @@ class ImageRecordIter(MXDataIter):
             if step is None:
                 break
             rows, pad, _ = step
-            plan.append((order[rows], pad if self._p['round_batch'] else 0, self._rows._pos))
+            plan.append((order[rows], pad if self._p['round_batch'] or self._stale_pad else 0,
+                         self._rows._pos))
         return plan
 
     def _rng(self, batch, slot):
