@@ -55,7 +55,7 @@ def test_parameter_errors():
     with pytest.raises(mx.MXNetError, match='label_width is set to 7'):
         next(iter(_iter(label_width=7)))
     with pytest.raises(mx.MXNetError, match='resize_mode'):
-        _iter(resize_mode='stretch')
+        _iter(resize_mode="stretch")
     with pytest.raises(mx.MXNetError, match='crop samplers'):
         _iter(num_crop_sampler=2, min_crop_scales=(0.1, 0.2, 0.3))
     with pytest.raises(mx.MXNetError, match='data_shape'):
@@ -97,9 +97,15 @@ def test_crop_and_pad_update_boxes():
     np.testing.assert_allclose(label.objects, [[0, 0.4, 0.4, 0.8, 0.8]], rtol=1e-6)
     label.project((-1.0, 0.0, 1.0, 1.0))      # padding: twice as wide, image on the right
     np.testing.assert_allclose(label.objects, [[0, 0.7, 0.4, 0.9, 0.8]], rtol=1e-6)
-    missed = DetLabel([2, 5, 0, 0.2, 0.2, 0.4, 0.4])
+    missed = DetLabel([2, 5, 0, 0.2, 0.2, 0.4, 0.4, 1, 0.5, 0.5, 0.5, 0.9])   # 2nd is empty
+    assert len(missed.objects) == 1
     assert not missed.try_crop((0.6, 0.6, 1.0, 1.0), sampler, 'center', 0.3)
+    # the centre is inside, but only a quarter of the object: object coverage below 0.5
+    assert not missed.try_crop((0.3, 0.3, 1.0, 1.0), sampler, 'center', 0.3)
     np.testing.assert_allclose(missed.boxes(), [[0.2, 0.2, 0.4, 0.4]])
+    assert missed.try_crop((0.3, 0.3, 1.0, 1.0), dict(sampler, min_crop_object_coverages=0),
+                           'center', 0.3)
+    np.testing.assert_allclose(missed.boxes(), [[0, 0, 0.1 / 0.7, 0.1 / 0.7]], rtol=1e-6)
 
 
 def test_fit_modes_keep_aspect_ratio():

@@ -55,7 +55,6 @@ _PARAMS = {
     'mean_a': ('float', 0.0), 'std_r': ('float', 0.0), 'std_g': ('float', 0.0),
     'std_b': ('float', 0.0), 'std_a': ('float', 0.0), 'scale': ('float', 1.0),
 }
-_CHOICES = {'resize_mode': ('force', 'fit', 'shrink'), 'crop_emit_mode': ('center', 'overlap')}
 
 
 class ImageDetRecordIter(ImageRecordIter):
@@ -66,11 +65,6 @@ class ImageDetRecordIter(ImageRecordIter):
     _stale_pad = True
 
     def __init__(self, *args, **kwargs):
-        for key, allowed in _CHOICES.items():
-            if key in kwargs and kwargs[key] not in allowed:
-                raise MXNetError("%s: Invalid Input: '%s', valid values are: {%s} for %s"
-                                 % (self._name, kwargs[key],
-                                    ', '.join("'%s'" % v for v in allowed), key))
         self._pad_width = None
         super().__init__(*args, **kwargs)
 
