@@ -117,3 +117,25 @@ def test_fit_modes_keep_aspect_ratio():
     p = dict(p, resize_mode='shrink')
     out, _ = DetAugmenter(p)(img, np.array([2, 5, 0, 0, 0, 1, 1], np.float32), rng)
     assert out.shape == (20, 10, 3)
+
+
+def test_image_list_replaces_record_labels(tmp_path):
+    rows = ['0\t2\t5\t1\t0.1\t0.1\t0.5\t0.5\ta.png',
+            '1\t2\t5\t0\t0.2\t0.2\t0.6\t0.6\t1\t0.1\t0.1\t0.3\t0.3\tb.png',
+            '2\t2\t5\t2\t0.0\t0.0\t0.9\t0.9\tc.png']
+    rows += ['%d\t2\t5\t1\t0.1\t0.1\t0.5\t0.5\tx.png' % i for i in (3, 4)]
+    path = tmp_path / 'det.lst'
+    path.write_text('\n'.join(rows) + '\n')
+    it = _iter(path_imglist=str(path), batch_size=5, data_shape=(3, 8, 8))
+    assert it.provide_label[0].shape == (5, 16)       # longest list label: 12 values
+    label = next(iter(it)).label[0].asnumpy()
+    np.testing.assert_allclose(label[1], [3, 8, 8, 12, 2, 5, 0, .2, .2, .6, .6, 1, .1, .1, .3, .3],
+                               rtol=1e-6)
+    np.testing.assert_allclose(label[2], [3, 8, 8, 7, 2, 5, 2, 0, 0, .9, .9] + [-1] * 5)
+
+
+def test_grayscale():
+    batch = next(iter(_iter(batch_size=5, data_shape=(1, 8, 8))))
+    assert batch.data[0].shape == (5, 1, 8, 8)
+    assert batch.label[0].asnumpy()[:, 0].tolist() == [1] * 5
+    assert float(batch.data[0].asnumpy().astype(np.float64).sum()) == 41091.0   # MXNet's
