@@ -50,11 +50,11 @@ def Activation(data: NDArray | None = None, *, act_type: Literal['relu', 'sigmoi
     """relu, sigmoid, tanh, softrelu = log(1 + e^x), softsign = x / (1 + |x|)."""
     ...
 
-def BatchNorm(data: NDArray | None = None, gamma: NDArray | None = None, beta: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, *, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, axis: int = 1, cudnn_off: bool = False, out: NDArray | None = None, name: str | None = None, ctx: Context | None = None, **kwargs: Any) -> NDArray:
+def BatchNorm(data: NDArray | None = None, gamma: NDArray | None = None, beta: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, *, eps: float = 0.0010000000474974513, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, axis: int = 1, cudnn_off: bool = False, out: NDArray | None = None, name: str | None = None, ctx: Context | None = None, **kwargs: Any) -> NDArray:
     """Normalise over every axis but `axis`. Outputs (out, mean, inv_std); the last two are the batch statistics in training and the moving ones otherwise (MXNet's hidden outputs)."""
     ...
 
-def BatchNorm_v1(data: NDArray | None = None, gamma: NDArray | None = None, beta: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, *, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, out: NDArray | None = None, name: str | None = None, ctx: Context | None = None, **kwargs: Any) -> NDArray:
+def BatchNorm_v1(data: NDArray | None = None, gamma: NDArray | None = None, beta: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, *, eps: float = 0.0010000000474974513, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, out: NDArray | None = None, name: str | None = None, ctx: Context | None = None, **kwargs: Any) -> NDArray:
     """BatchNorm over axis 1. Outputs (out, mean, var): the batch mean and biased variance in training, the moving ones otherwise. After an inference pass the gradient is MXNet's training formula evaluated at the moving statistics (not the plain affine map's)."""
     ...
 

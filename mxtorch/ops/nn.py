@@ -1,5 +1,6 @@
 """Neural-network layers: FullyConnected, Activation, BatchNorm, Dropout, Embedding, softmax."""
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -106,14 +107,16 @@ def _batch_norm(p, data, gamma, beta, moving_mean, moving_var, *, train):
 
 def _batch_norm_update_aux(p, aux, outputs):
     """Moving averages after a training pass, in place: moving = momentum * moving +
-    (1 - momentum) * batch statistic (the biased batch variance, as MXNet)."""
+    (1 - momentum) * batch statistic (the biased batch variance, as MXNet). MXNet's momentum is
+    a C float: 0.9 is 0.899999976 there, also for float64 statistics."""
     if p.use_global_stats:
         return
     moving_mean, moving_var = aux
     mean, inv_std = outputs[1], outputs[2]
     var = inv_std.pow(-2).sub_(p.eps)
-    moving_mean.lerp_(mean.to(moving_mean.dtype), 1 - p.momentum)
-    moving_var.lerp_(var.to(moving_var.dtype), 1 - p.momentum)
+    weight = 1 - float(np.float32(p.momentum))
+    moving_mean.lerp_(mean.to(moving_mean.dtype), weight)
+    moving_var.lerp_(var.to(moving_var.dtype), weight)
 
 
 def _batch_norm_shape(p, ins, outs):
@@ -147,8 +150,10 @@ def _batch_norm_affine(p):
     return affine
 
 
+# eps is a double whose default MXNet writes as the float 1e-3f: 0.0010000000474974513
 _BATCH_NORM = register(OpDef('BatchNorm', _batch_norm,
-                       params={'eps': Float(1e-3), 'momentum': Float(0.9), 'fix_gamma': Bool(True),
+                       params={'eps': Float(float(np.float32(1e-3))), 'momentum': Float(0.9),
+                               'fix_gamma': Bool(True),
                                'use_global_stats': Bool(False), 'output_mean_var': Bool(False),
                                'axis': Int(1), 'cudnn_off': Bool(False)},
                        inputs=('data', 'gamma', 'beta'), aux=('moving_mean', 'moving_var'),

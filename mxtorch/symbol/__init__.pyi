@@ -33,11 +33,11 @@ def Activation(data: Symbol | None = None, *, act_type: Literal['relu', 'sigmoid
     """relu, sigmoid, tanh, softrelu = log(1 + e^x), softsign = x / (1 + |x|)."""
     ...
 
-def BatchNorm(data: Symbol | None = None, gamma: Symbol | None = None, beta: Symbol | None = None, moving_mean: Symbol | None = None, moving_var: Symbol | None = None, *, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, axis: int = 1, cudnn_off: bool = False, name: str | None = None, attr: dict[str, str] | None = None, out: None = None, **kwargs: Any) -> Symbol:
+def BatchNorm(data: Symbol | None = None, gamma: Symbol | None = None, beta: Symbol | None = None, moving_mean: Symbol | None = None, moving_var: Symbol | None = None, *, eps: float = 0.0010000000474974513, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, axis: int = 1, cudnn_off: bool = False, name: str | None = None, attr: dict[str, str] | None = None, out: None = None, **kwargs: Any) -> Symbol:
     """Normalise over every axis but `axis`. Outputs (out, mean, inv_std); the last two are the batch statistics in training and the moving ones otherwise (MXNet's hidden outputs)."""
     ...
 
-def BatchNorm_v1(data: Symbol | None = None, gamma: Symbol | None = None, beta: Symbol | None = None, moving_mean: Symbol | None = None, moving_var: Symbol | None = None, *, eps: float = 0.001, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, name: str | None = None, attr: dict[str, str] | None = None, out: None = None, **kwargs: Any) -> Symbol:
+def BatchNorm_v1(data: Symbol | None = None, gamma: Symbol | None = None, beta: Symbol | None = None, moving_mean: Symbol | None = None, moving_var: Symbol | None = None, *, eps: float = 0.0010000000474974513, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, name: str | None = None, attr: dict[str, str] | None = None, out: None = None, **kwargs: Any) -> Symbol:
     """BatchNorm over axis 1. Outputs (out, mean, var): the batch mean and biased variance in training, the moving ones otherwise. After an inference pass the gradient is MXNet's training formula evaluated at the moving statistics (not the plain affine map's)."""
     ...
 
