@@ -351,8 +351,9 @@ class Executor:
     def run_on(self, tensors, is_train, monitor=None, monitor_all=False):
         """Run the plan on `tensors` (arguments, then auxiliary states) in the caller's torch
         grad mode, so the outputs join a graph mx.autograd is recording (Gluon's hybridized
-        blocks); with is_train, auxiliary statistics are updated in place at once, as the
-        imperative operators do. `monitor(name, NDArray)`: called as set_monitor_callback's
+        blocks); with is_train, auxiliary statistics are updated when the gradient comes back
+        through the operators that keep them, as MXNet's backward updates them (a training
+        forward that is not recorded leaves them as they are). `monitor(name, NDArray)`: called as set_monitor_callback's
         callback is, for this run only. Returns the output tensors."""
         fn = self._forward_train if is_train else self._forward_infer
         if self._storage is not None:     # sparse inputs given as their dense tensors
@@ -373,10 +374,9 @@ class Executor:
             heads = self._storage.dense(heads)
         if is_train and stats:
             aux = tensors[len(self.arg_arrays):]
-            with torch.no_grad():
-                for step, outputs in zip(plan.stat_steps, stats):
-                    step.op.update_aux(step.params, [aux[i] for i in step.aux_positions
-                                                     if i is not None], outputs)
+            for step, outputs in zip(plan.stat_steps, stats):
+                step.op.update_aux_at_backward(step.params, [aux[i] for i in step.aux_positions
+                                                             if i is not None], outputs)
         return heads
 
     # ---- backward ----------------------------------------------------------------------------------

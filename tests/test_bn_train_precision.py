@@ -116,3 +116,25 @@ def test_batchnorm_default_eps_is_the_float_1e_3():
         given = nd.BatchNorm(x, one, zero, zero.copy(), one.copy(), eps=1e-3, fix_gamma=False)
     assert abs(dflt.asnumpy().ravel()[1] - 0.005 / np.sqrt(0.005 ** 2 + 0.0010000000474974513)) < 1e-13
     assert abs(given.asnumpy().ravel()[1] - 0.005 / np.sqrt(0.005 ** 2 + 1e-3)) < 1e-13
+
+
+@pytest.mark.parametrize('hybridize', [False, True])
+def test_moving_statistics_change_in_backward_as_mxnet(hybridize):
+    """MXNet updates BatchNorm's moving statistics in its backward: a training-mode forward that
+    is not recorded leaves them, a recorded one changes them only when backward runs (numbers
+    from MXNet 1.9.1, imperative and hybridized alike)."""
+    from mxtorch import autograd, gluon, nd
+    net = gluon.nn.BatchNorm(in_channels=2)
+    net.initialize()
+    if hybridize:
+        net.hybridize()
+    x = nd.array(np.arange(8).reshape(2, 2, 2, 1) + 1.0)
+    with autograd.train_mode():
+        net(x)
+    np.testing.assert_array_equal(net.running_mean.data().asnumpy(), [0, 0])
+    with autograd.record():
+        y = net(x)
+    np.testing.assert_array_equal(net.running_mean.data().asnumpy(), [0, 0])
+    y.backward()
+    np.testing.assert_allclose(net.running_mean.data().asnumpy(), [0.35000008, 0.55000013],
+                               rtol=1e-7)

@@ -612,10 +612,7 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
                 engine.mark_random_generator(failure, ctx.torch_device)
     results = result if isinstance(result, tuple) else (result,)
     if train and op.update_aux is not None and failure is None:
-        n_args = len(op.arg_names(p))
-        aux = tensors[n_args:]
-        with torch.no_grad():
-            op.update_aux(p, aux, results)
+        op.update_aux_at_backward(p, tensors[len(op.arg_names(p)):], results)
     visible = [_fresh(r, tensors) for r in results[:op.num_visible_outputs(p)]]
     if recording and int_grad.involved(tensors, visible):     # integer arrays' gradients
         visible = int_grad.follow(lambda *ts: forward(p, *ts, **kwargs), tensors, visible,

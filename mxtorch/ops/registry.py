@@ -225,6 +225,20 @@ class OpDef:
         return kind[0] if isinstance(kind, tuple) else kind
 
     # ---- execution ---------------------------------------------------------------------------
+    def update_aux_at_backward(self, p, aux, outputs):
+        """A recorded training call's auxiliary statistics (BatchNorm's moving mean and
+        variance): MXNet updates them in the operator's backward, so they change when the
+        gradient reaches this call's output (once per backward pass) and not at all for a call
+        that is not recorded or not differentiated (a forward under train_mode() alone)."""
+        out = outputs[0]
+        if not out.requires_grad:
+            return
+
+        def update(grad):
+            with torch.no_grad():
+                self.update_aux(p, aux, outputs)
+        out.register_hook(update)
+
     def bind_forward(self, p, train, device, out_shape=None, plain=False):
         """The forward callable for fixed params, mode and device: fn(*tensors) -> outputs.
 
