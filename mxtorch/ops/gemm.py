@@ -35,19 +35,20 @@ _PLAIN = (torch.Tensor, torch.nn.Parameter)     # not fake or traced tensors
 
 def linear(x, weight, bias=None):
     """x (M, K) . weight (N, K)^T + bias (N,), differentiable like F.linear."""
-    if not _eligible(x, weight, bias):
+    mode = _mode()          # (read once a call: an environment lookup costs a microsecond)
+    if not _eligible(x, weight, bias, mode):
         return F.linear(x, weight, bias)
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or
                                     (bias is not None and bias.requires_grad)):
-        if _mode() == 'auto' and not _function_pays(x, weight, bias):
+        if mode == 'auto' and not _function_pays(x, weight, bias):
             return F.linear(x, weight, bias)
         return _Linear.apply(x, weight, bias)
-    return mm_nt(x, weight, bias)
+    return mm_nt(x, weight, bias, mode)
 
 
-def mm_nt(a, b, bias=None):
+def mm_nt(a, b, bias=None, mode=None):
     """a (M, K) . b (N, K)^T [+ bias], by the backend chosen for this shape; no gradients."""
-    if _use_onednn(a, b, bias):
+    if _use_onednn(a, b, bias, mode):
         return torch.ops.mkldnn._linear_pointwise(a, b, bias, 'none', [], '')
     return F.linear(a, b, bias)
 
@@ -80,8 +81,8 @@ def _mode():
     return os.environ.get('MXTORCH_GEMM', 'auto')
 
 
-def _eligible(x, weight, bias):
-    mode = _mode()
+def _eligible(x, weight, bias, mode=None):
+    mode = mode or _mode()
     if _tracing(x, weight):                 # before any shape test: no guards on the shapes
         return False
     if mode == 'torch' or x.dim() != 2 or weight.dim() != 2 or not x.numel() * weight.numel():
@@ -105,8 +106,8 @@ def _layout_ok(t):
     return t.layout == torch.strided and (t.is_contiguous() or t.t().is_contiguous())
 
 
-def _use_onednn(a, b, bias):
-    mode = _mode()
+def _use_onednn(a, b, bias, mode=None):
+    mode = mode or _mode()
     if mode != 'auto':
         return mode == 'onednn'
     return _saving(a, b, bias) > 0
