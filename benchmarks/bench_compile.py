@@ -76,9 +76,10 @@ def _lstm_cell_lm(seq_len):
     return mx.sym.SoftmaxOutput(pred, label, name='softmax'), ('data',), ('softmax_label',)
 
 
-def _steps(make, batches, compiled):
-    """One call: forward_backward + update for each batch, on a module made by `make` with
-    MXTORCH_COMPILE set (read at bind) to `compiled`; the compiles are paid here."""
+def _steps(make, batches, compiled, after=None):
+    """One call: forward_backward + update for each batch (then `after()`), on a module made
+    by `make` with MXTORCH_COMPILE set (read at bind) to `compiled`; the compiles are paid
+    here."""
     saved = os.environ.get('MXTORCH_COMPILE')
     os.environ['MXTORCH_COMPILE'] = '1' if compiled else '0'
     try:
@@ -90,6 +91,8 @@ def _steps(make, batches, compiled):
             for data in batches:
                 mod.forward_backward(data)
                 mod.update()
+            if after is not None:
+                after()
         start = time.perf_counter()
         step()
         compiler.wait()
@@ -107,17 +110,17 @@ def _steps(make, batches, compiled):
 def torch_step(kind, shape, batch):
     """The same network as plain torch tensors and ops, trained the way a PyTorch user would."""
     torch.manual_seed(0)
+    x = torch.rand(batch, *shape)
+    y = torch.randint(0, 10, (batch,))
     if kind == 'resnet20':
-        return _module_torch_step(ResNet20().train(), shape, batch)
+        model = ResNet20().train()
+        return _sgd_step(model, [p for p in model.parameters() if p.requires_grad], x, y)
     if kind == 'mlp':
         sizes = [(128, 784), (128,), (64, 128), (64,), (10, 64), (10,)]
     else:
         sizes = [(20, 1, 5, 5), (20,), (50, 20, 5, 5), (50,), (500, 800), (500,), (10, 500),
                  (10,)]
     params = [(torch.randn(*s) * 0.05).requires_grad_() for s in sizes]
-    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
-    x = torch.rand(batch, *shape)
-    y = torch.randint(0, 10, (batch,))
 
     def forward(h):
         if kind == 'mlp':
@@ -128,23 +131,15 @@ def torch_step(kind, shape, batch):
         h = F.max_pool2d(torch.tanh(F.conv2d(h, params[2], params[3])), 2, 2)
         h = torch.tanh(F.linear(h.flatten(1), params[4], params[5]))
         return F.linear(h, params[6], params[7])
+    return _sgd_step(forward, params, x, y)
+
+
+def _sgd_step(forward, params, x, y):
+    """A PyTorch training step: cross-entropy of forward(x), backward, SGD with momentum."""
+    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
 
     def step():
         loss = F.cross_entropy(forward(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return step
-
-
-def _module_torch_step(model, shape, batch):
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
-    x = torch.rand(batch, *shape)
-    y = torch.randint(0, 10, (batch,))
-
-    def step():
-        loss = F.cross_entropy(model(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

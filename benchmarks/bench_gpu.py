@@ -13,7 +13,6 @@ medians; every timed call ends with torch.cuda.synchronize().
                                                      no capture; checks the script itself)
 """
 import argparse
-import os
 import sys
 
 import numpy as np
@@ -24,7 +23,7 @@ import mxtorch as mx
 from mxtorch.models import lenet, mlp, resnet
 from harness import interleaved, report
 import bench_bucketing
-from bench_compile import LENGTHS, _lstm_cell_lm
+from bench_compile import LENGTHS, _lstm_cell_lm, _steps
 from bench_resnet import ResNet20, ResNet50
 
 
@@ -135,29 +134,27 @@ def torch_train(kind, device, how):
     return replay
 
 
-def mxtorch_train(kind, ctx, device):
+def mxtorch_train(kind, ctx, device, compiled=False):
     """Module.forward_backward + update (BucketingModule for the LMs) on `ctx`."""
     rng = np.random.RandomState(0)
     if kind.startswith('lstm'):
         gen = bench_bucketing.sym_gen if kind == 'lstm_fused' else _lstm_cell_lm
-        mod = mx.mod.BucketingModule(gen, default_bucket_key=max(LENGTHS), context=ctx)
         batches = [bench_bucketing.batch(n, rng) for n in LENGTHS]
-        mod.bind(batches[-1].provide_data, batches[-1].provide_label)
+
+        def make():
+            mod = mx.mod.BucketingModule(gen, default_bucket_key=max(LENGTHS), context=ctx)
+            mod.bind(batches[-1].provide_data, batches[-1].provide_label)
+            return mod
     else:
         _, sym, shape, batch = TRAIN[kind]
-        mod = mx.mod.Module(sym(), context=ctx)
-        mod.bind([('data', (batch,) + shape)], [('softmax_label', (batch,))])
         batches = [mx.io.DataBatch([mx.nd.array(rng.rand(batch, *shape), ctx=ctx)],
                                    [mx.nd.array(rng.randint(0, 10, batch), ctx=ctx)])]
-    mod.init_params(mx.init.Xavier())
-    mod.init_optimizer(optimizer_params={'learning_rate': 0.01, 'momentum': 0.9})
 
-    def step():
-        for b in batches:
-            mod.forward_backward(b)
-            mod.update()
-        _sync(device)
-    return step
+        def make():
+            mod = mx.mod.Module(sym(), context=ctx)
+            mod.bind([('data', (batch,) + shape)], [('softmax_label', (batch,))])
+            return mod
+    return _steps(make, batches, compiled, after=lambda: _sync(device))
 
 
 def inference(batch, ctx, device):
@@ -202,15 +199,8 @@ def candidates(row, device):
     if row.startswith('resnet50'):
         return inference(int(row.split('_b')[1]), ctx, device)
     found = {'PyTorch eager': torch_train(row, device, 'eager'),
-             'mxtorch Module': mxtorch_train(row, ctx, device)}
-    saved = os.environ.get('MXTORCH_COMPILE')
-    os.environ['MXTORCH_COMPILE'] = '1'
-    try:
-        found['mxtorch Module, MXTORCH_COMPILE=1'] = mxtorch_train(row, ctx, device)
-    finally:
-        os.environ.pop('MXTORCH_COMPILE')
-        if saved is not None:
-            os.environ['MXTORCH_COMPILE'] = saved
+             'mxtorch Module': mxtorch_train(row, ctx, device),
+             'mxtorch Module, MXTORCH_COMPILE=1': mxtorch_train(row, ctx, device, True)}
     found['torch.compile'] = torch_train(row, device, 'compile')
     if device.type == 'cuda':
         found['torch.compile reduce-overhead'] = torch_train(row, device, 'reduce-overhead')
