@@ -223,12 +223,20 @@ def test_bad_param_names_the_node_in_symbol_inference():
         mx.sym.topk(mx.sym.Variable('data'), ret_typ='values')
 
 
-def test_kl_sparse_reg_imperative_updates_moving_avg_in_training():
+def test_kl_sparse_reg_imperative_updates_moving_avg_in_backward():
+    """Auxiliary statistics change in the backward (as MXNet's operators update them): a
+    training forward alone leaves the moving average, a recorded one's backward moves it."""
     data = mx.nd.array([[0.2, 0.4], [0.6, 0.8]])
     avg = mx.nd.array([0.5, 0.5])
     with mx.autograd.train_mode():
         out = mx.nd.IdentityAttachKLSparseReg(data, avg, momentum=0.5)
     np.testing.assert_allclose(out.asnumpy(), data.asnumpy())
+    np.testing.assert_allclose(avg.asnumpy(), [0.5, 0.5])
+    data.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.IdentityAttachKLSparseReg(data, avg, momentum=0.5)
+    np.testing.assert_allclose(avg.asnumpy(), [0.5, 0.5])
+    out.backward()
     np.testing.assert_allclose(avg.asnumpy(), [0.45, 0.55])
 
 
