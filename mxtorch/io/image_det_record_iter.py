@@ -111,9 +111,7 @@ class ImageDetRecordIter(ImageRecordIter):
         return label
 
     def _sample(self, row, rng):
-        reader = self._reader()
-        reader.handle.seek(self._offsets[row])
-        header, payload = recordio.unpack(reader.read())
+        header, payload = self._record(row)
         raw = self._label(header)
         img, raw = self._aug(self._decode(payload, row), raw, rng)
         rows, cols = img.shape[:2]

@@ -296,10 +296,14 @@ class ImageRecordIter(MXDataIter):
             reader = self._local.reader = recordio.MXRecordIO(self._p['path_imgrec'], 'r')
         return reader
 
-    def _sample(self, row, rng):
+    def _record(self, row):
+        """(header, payload) of record `row`, read by this thread's reader."""
         reader = self._reader()
         reader.handle.seek(self._offsets[row])
-        header, payload = recordio.unpack(reader.read())
+        return recordio.unpack(reader.read())
+
+    def _sample(self, row, rng):
+        header, payload = self._record(row)
         label = self._label(header)
         img = self._decode(payload, row)
         img = self._aug(img, rng)
