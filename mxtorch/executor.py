@@ -353,8 +353,8 @@ class Executor:
         grad mode, so the outputs join a graph mx.autograd is recording (Gluon's hybridized
         blocks); with is_train, auxiliary statistics are updated when the gradient comes back
         through the operators that keep them, as MXNet's backward updates them (a training
-        forward that is not recorded leaves them as they are). `monitor(name, NDArray)`: called as set_monitor_callback's
-        callback is, for this run only. Returns the output tensors."""
+        forward that is not recorded leaves them as they are). `monitor(name, NDArray)`: called
+        as set_monitor_callback's callback is, for this run only. Returns the output tensors."""
         fn = self._forward_train if is_train else self._forward_infer
         if self._storage is not None:     # sparse inputs given as their dense tensors
             tensors = self._storage.from_tensors(tensors)
