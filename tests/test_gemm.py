@@ -13,6 +13,13 @@ from mxtorch.test_utils import check_numeric_gradient
 BACKENDS = ['torch', 'onednn', 'auto']
 
 
+@pytest.fixture(autouse=True)
+def fresh_choices(monkeypatch):
+    """Each test decides afresh (linear and mm_nt remember their choice per call signature)."""
+    monkeypatch.setattr(gemm, '_CHOICE', {})
+    monkeypatch.setattr(gemm, '_NT', {})
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request, monkeypatch):
     monkeypatch.setenv('MXTORCH_GEMM', request.param)
@@ -59,6 +66,8 @@ def test_forced_onednn_takes_the_onednn_path(monkeypatch):
     _grads(gemm.linear, x, w, b, torch.ones(96, 80))
     assert len(calls) == 3                   # forward, dX, dW
     calls.clear()
+    _grads(gemm.linear, x, w, b, torch.ones(96, 80))
+    assert calls == []                       # the same signatures again: remembered
     monkeypatch.setenv('MXTORCH_GEMM', 'torch')
     _grads(gemm.linear, x, w, b, torch.ones(96, 80))
     assert calls == []
@@ -171,6 +180,7 @@ def test_training_uses_the_function_only_where_it_pays(monkeypatch, times, pays)
     assert (type(out.grad_fn).__name__ == '_LinearBackward') == pays
     state = torch.random.get_rng_state()
     monkeypatch.setattr(gemm, '_PAYS', {})
+    monkeypatch.setattr(gemm, '_CHOICE', {})
     gemm.linear(x, w, b)
     assert torch.equal(torch.random.get_rng_state(), state)     # the global stream untouched
 

@@ -31,24 +31,57 @@ FUNCTION_COST = 30e-6       # seconds the Python autograd Function adds to a tra
 _TIMES = {}                 # shape class -> (seconds by PyTorch, seconds by oneDNN)
 _PAYS = {}                  # shape class, which inputs need gradients -> whether _Linear pays
 _PLAIN = (torch.Tensor, torch.nn.Parameter)     # not fake or traced tensors
+_TORCH, _FUNCTION, _ONEDNN = 'torch', 'function', 'onednn'
+_CHOICE = {}                # linear's call signature -> _TORCH / _FUNCTION / _ONEDNN
+_NT = {}                    # mm_nt's call signature -> whether oneDNN computes it
+MAX_SIGNATURES = 4096
 
 
 def linear(x, weight, bias=None):
     """x (M, K) . weight (N, K)^T + bias (N,), differentiable like F.linear."""
-    mode = _mode()          # (read once a call: an environment lookup costs a microsecond)
-    if not _eligible(x, weight, bias, mode):
+    if _tracing(x, weight):                 # before any shape test: no guards on the shapes
         return F.linear(x, weight, bias)
-    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or
-                                    (bias is not None and bias.requires_grad)):
-        if mode == 'auto' and not _function_pays(x, weight, bias):
-            return F.linear(x, weight, bias)
+    grad = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or
+                                        (bias is not None and bias.requires_grad))
+    # the choice depends only on this signature: decided once, then one dict lookup a call
+    key = (_mode(), torch.get_num_threads(), grad and (x.requires_grad, weight.requires_grad),
+           x.shape, x.stride(), x.dtype, x.is_cpu, weight.shape, weight.stride(), weight.dtype,
+           weight.is_cpu, None if bias is None else (bias.shape, bias.dtype, bias.is_cpu))
+    choice = _CHOICE.get(key)
+    if choice is None:
+        choice = _remember(_CHOICE, key, _choose(x, weight, bias, grad, key[0]))
+    if choice is _ONEDNN:
+        return torch.ops.mkldnn._linear_pointwise(x, weight, bias, 'none', [], '')
+    if choice is _FUNCTION:
         return _Linear.apply(x, weight, bias)
-    return mm_nt(x, weight, bias, mode)
+    return F.linear(x, weight, bias)
+
+
+def _choose(x, weight, bias, grad, mode):
+    """F.linear, the _Linear Function (grad) or oneDNN's product (no grad) for this call."""
+    if not _eligible(x, weight, bias, mode):
+        return _TORCH
+    if grad:
+        return _FUNCTION if mode != 'auto' or _function_pays(x, weight, bias) else _TORCH
+    return _ONEDNN if _use_onednn(x, weight, bias, mode) else _TORCH
+
+
+def _remember(table, key, value):
+    if len(table) >= MAX_SIGNATURES:        # many distinct shapes (varying lengths): start over
+        table.clear()
+    table[key] = value
+    return value
 
 
 def mm_nt(a, b, bias=None, mode=None):
     """a (M, K) . b (N, K)^T [+ bias], by the backend chosen for this shape; no gradients."""
-    if _use_onednn(a, b, bias, mode):
+    mode = mode or _mode()
+    key = (mode, torch.get_num_threads(), a.shape, a.stride(), b.shape, b.stride(),
+           bias is None)
+    use = _NT.get(key)
+    if use is None:
+        use = _remember(_NT, key, _use_onednn(a, b, bias, mode))
+    if use:
         return torch.ops.mkldnn._linear_pointwise(a, b, bias, 'none', [], '')
     return F.linear(a, b, bias)
 
