@@ -1,6 +1,6 @@
 """Inference and checkpoint loading of real exported models, mxtorch against MXNet 1.9.1.
 
-    python benchmarks/bench_exports.py [--rounds 7] [--dir /tmp/exports] [--no-load] [NAME ...]
+    python benchmarks/bench_exports.py [--rounds 7] [--dir /tmp/exports] [--no-load] [--cpu] [NAME ...]
 
 The models are what tests/fixtures/gen_gluoncv_exports.py writes with the real MXNet 1.9.1
 (GluonCV / GluonNLP `HybridBlock.export` and a few symbol checkpoints: NAME-symbol.json,
@@ -14,7 +14,8 @@ thread (OMP_NUM_THREADS=1, torch.set_num_threads(1)).
 
 Per model it prints the inference time of each (a round runs as many forwards as fill about
 0.3 s), their ratio (of the medians, and of the fastest rounds: on a busy machine the fastest
-round is the one least disturbed), whether mxtorch's outputs match MXNet's saved ones, and (unless
+round is the one least disturbed; --cpu times by each process's CPU time instead, which a
+machine shared with other jobs disturbs less; MXNet's engine threads are counted), whether mxtorch's outputs match MXNet's saved ones, and (unless
 --no-load) the time of load_checkpoint + bind + set_params + first forward and of
 load_checkpoint alone, with their ratios; then the median and geometric mean of the ratios.
 """
@@ -68,11 +69,12 @@ class Model:
             o.wait_to_read()
         return outs
 
-    def run(self, n):
-        start = time.perf_counter()
+    def run(self, n, cpu=False):
+        clock = time.process_time if cpu else time.perf_counter
+        start = clock()
         for _ in range(n):
             self.forward()
-        return time.perf_counter() - start
+        return clock() - start
 
 
 def matches(outs, expected):
@@ -104,7 +106,7 @@ def worker():
             model = Model(mx, req['prefix'])
             reply = model.times
         elif req['cmd'] == 'run':
-            reply = {'seconds': model.run(req['n'])}
+            reply = {'seconds': model.run(req['n'], req.get('cpu', False))}
         else:
             model = None
             gc.collect()
@@ -136,7 +138,7 @@ class Worker:
         self.proc.wait()
 
 
-def bench_one(mx, prefix, worker, rounds, load_rounds):
+def bench_one(mx, prefix, worker, rounds, load_rounds, cpu=False):
     name = os.path.basename(prefix)
     _, expected = _inputs(prefix)
     loads = {'mxtorch': [], 'MXNet': []}
@@ -160,8 +162,8 @@ def bench_one(mx, prefix, worker, rounds, load_rounds):
     n = max(1, int(round(TARGET_SECONDS / max(single, theirs1))))
     times = {'mxtorch': [], 'MXNet': []}
     for r in range(rounds):
-        pair = [('mxtorch', lambda: model.run(n)),
-                ('MXNet', lambda: worker.ask(cmd='run', n=n)['seconds'])]
+        pair = [('mxtorch', lambda: model.run(n, cpu)),
+                ('MXNet', lambda: worker.ask(cmd='run', n=n, cpu=cpu)['seconds'])]
         for who, fn in (pair if r % 2 == 0 else pair[::-1]):
             times[who].append(fn() / n)
     worker.ask(cmd='drop')
@@ -187,6 +189,9 @@ def main(argv=None):
     parser.add_argument('--rounds', type=int, default=7)
     parser.add_argument('--load-rounds', type=int, default=3)
     parser.add_argument('--no-load', action='store_true')
+    parser.add_argument('--cpu', action='store_true',
+                        help='time inference by process CPU time (both sides) instead of wall '
+                             'time: steadier on a machine shared with other jobs')
     parser.add_argument('--json', help='also write the rows to this file')
     parser.add_argument('--mxnet-python', default=os.environ.get('MXNET_PYTHON',
                                                                  '/tmp/mxref/bin/python'))
@@ -202,8 +207,9 @@ def main(argv=None):
     import harness
     names = args.names or sorted(f[:-len('-symbol.json')] for f in os.listdir(args.dir)
                                  if f.endswith('-symbol.json'))
-    print('machine: %s; MXNet: %s; load average %s' % (
-        harness.machine(), args.mxnet_python, ' '.join('%.2f' % v for v in os.getloadavg())))
+    print('machine: %s; MXNet: %s; clock: %s; load average %s' % (
+        harness.machine(), args.mxnet_python, 'process CPU time' if args.cpu else 'wall',
+        ' '.join('%.2f' % v for v in os.getloadavg())))
     load_rounds = 0 if args.no_load else args.load_rounds
     print('%-36s %10s %10s %6s %6s  %-10s %s' % ('model', 'mxtorch', 'MXNet', 'ratio', 'min r',
                                                 'outputs',
@@ -214,7 +220,7 @@ def main(argv=None):
     for name in names:
         try:
             row = bench_one(mx, os.path.join(args.dir, name), worker_proc, args.rounds,
-                            load_rounds)
+                            load_rounds, args.cpu)
         except Exception as err:  # noqa: BLE001 - the report's row
             print('%-36s FAILS %s: %s' % (name, type(err).__name__, str(err)[:200]), flush=True)
             worker_proc.close()
