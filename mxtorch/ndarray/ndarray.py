@@ -184,6 +184,10 @@ class NDArray:
         return self.copyto(context)
 
     def astype(self, dtype, copy=True):
+        if dtype is None:  # as MXNet: a new float32 array, or self where NumPy's default matches
+            if not copy and self._tensor.dtype == torch.float64:
+                return self
+            dtype = 'float32'
         dt = torch_dtype(dtype)
         if not copy and dt == self._tensor.dtype:
             return self
