@@ -143,6 +143,10 @@ def mark_variables(variables, gradients, grad_reqs='write'):
         int_grad.forget(tensor)
         if req != 'null' and not _differentiable(tensor):   # an integer variable (MXNet's)
             int_grad.attach(tensor)
+        if getattr(grad, '_stype', None) == 'row_sparse':    # sparse kernels give it rows
+            tensor._mx_row_grad = True
+        elif hasattr(tensor, '_mx_row_grad'):
+            del tensor._mx_row_grad
         var._tensor = tensor
         var._grad = grad
         var._grad_req = req
@@ -250,9 +254,14 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # py
             for var, g in zip(leaves, results):
                 if g is None:
                     continue
-                if g.is_sparse:            # a sparse-grad embedding's rows
-                    g = g.to_dense()
                 target = var._grad
+                if g.is_sparse:            # rows a sparse kernel stored (embedding, dot)
+                    if getattr(target, '_stype', None) == 'row_sparse':
+                        from .executor_sparse import write_rows
+                        write_rows(target, g, var._grad_req)
+                        var._fresh_grad = True
+                        continue
+                    g = g.to_dense()
                 if var._grad_req == 'add':
                     target._tensor.add_(g.to(target._tensor.dtype))
                 elif id(g) not in adopted and _adoptable(g, target):

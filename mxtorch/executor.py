@@ -348,13 +348,14 @@ class Executor:
                 out._tensor.copy_(value)
         return self.outputs
 
-    def run_on(self, tensors, is_train, monitor=None, monitor_all=False):
+    def run_on(self, tensors, is_train, monitor=None, monitor_all=False, keep_sparse=False):
         """Run the plan on `tensors` (arguments, then auxiliary states) in the caller's torch
         grad mode, so the outputs join a graph mx.autograd is recording (Gluon's hybridized
         blocks); with is_train, auxiliary statistics are updated when the gradient comes back
         through the operators that keep them, as MXNet's backward updates them (a training
         forward that is not recorded leaves them as they are). `monitor(name, NDArray)`: called
-        as set_monitor_callback's callback is, for this run only. Returns the output tensors."""
+        as set_monitor_callback's callback is, for this run only. Returns the output tensors
+        (keep_sparse: a sparse output's array; `tensors` may hold sparse inputs' arrays)."""
         fn = self._forward_train if is_train else self._forward_infer
         if self._storage is not None:     # sparse inputs given as their dense tensors
             tensors = self._storage.from_tensors(tensors)
@@ -370,7 +371,7 @@ class Executor:
         else:
             plan = self._plan
             heads, stats, _ = fn(*tensors)
-        if self._storage is not None:
+        if self._storage is not None and not keep_sparse:
             heads = self._storage.dense(heads)
         if is_train and stats:
             aux = tensors[len(self.arg_arrays):]
@@ -831,21 +832,16 @@ _ENGINE = getattr(Variable, '_execution_engine', None)
 
 def _write_sparse_grad(handle, g, req):
     """Write (or add) a sparse COO gradient: a row_sparse handle stores its rows (its dense
-    form is never built), a dense one gets the dense values."""
+    form is never built; MXNet's sparse kernels refuse 'add' there), a dense one gets the
+    dense values."""
     if handle.stype != 'row_sparse':
         if req == 'add':
             handle._tensor.add_(g)
         else:
             handle._tensor.copy_(g.to_dense())
         return
-    if req == 'add':
-        data, rows = handle._get_parts()
-        held = torch.sparse_coo_tensor(rows.reshape(1, -1).to(g.device),
-                                       data.to(g.device, g.dtype), g.shape,
-                                       check_invariants=False)
-        g = g + held
-    g = g.coalesce()
-    handle._set_parts((g.values().to(handle._dtype), g.indices()[0].to(torch.int64)))
+    from .executor_sparse import write_rows
+    write_rows(handle, g, req)
 
 
 def _run_backward(outputs, grads, leaves):

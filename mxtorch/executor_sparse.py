@@ -48,6 +48,24 @@ def value_stypes(plan, input_stypes):
     return sparse
 
 
+def write_rows(handle, g, req):
+    """The sparse COO gradient `g` into the row_sparse array `handle`: its rows, stored zeros
+    included, as MXNet's kernels store them. A gradient only sparse kernels gave (embedding,
+    dot(csr, dense)) cannot be added (those kernels write only: MXNet's error); one summed
+    with dense gradients (`gradient`) can."""
+    if req == 'add':
+        if not getattr(g, '_mx_summed', False):
+            raise MXNetError('Check failed: req == kWriteTo (3 vs. 1) : a row_sparse gradient '
+                             'from a sparse kernel (SparseEmbedding, dot(csr, dense)) does not '
+                             "support grad_req 'add'")
+        data, rows = handle._get_parts()
+        g = g + torch.sparse_coo_tensor(rows.reshape(1, -1).to(g.device),
+                                        data.to(g.device, g.dtype), g.shape,
+                                        check_invariants=False)
+    g = g.coalesce()
+    handle._set_parts((g.values().to(handle._dtype), g.indices()[0].to(torch.int64)))
+
+
 def _dense(x):
     """The dense tensor of a value (a sparse array's dense form)."""
     return x._tensor if isinstance(x, NDArray) else x
@@ -212,8 +230,10 @@ class StorageTypes:
             return g
         nonzero = g.reshape(g.shape[0], -1).ne(0).any(1).nonzero().reshape(-1)
         rows = torch.unique(torch.cat([r.to(g.device) for r in rows] + [nonzero]))
-        return torch.sparse_coo_tensor(rows.reshape(1, -1), g[rows], g.shape,
-                                       check_invariants=False, is_coalesced=True)
+        g = torch.sparse_coo_tensor(rows.reshape(1, -1), g[rows], g.shape,
+                                    check_invariants=False, is_coalesced=True)
+        g._mx_summed = True          # (with dense gradients: 'add' accumulates, as MXNet's)
+        return g
 
     def outputs(self, outputs):
         """The executor's output arrays, sparse where a head's storage type is."""

@@ -479,6 +479,15 @@ class _Binding:
         return out
 
 
+_SPARSE_TYPES = frozenset((ndarray.sparse.CSRNDArray, ndarray.sparse.RowSparseNDArray))
+
+
+def _sparse_call(block, cached, args, data, ctx):
+    """A hybridized call with sparse inputs (block_sparse.py)."""
+    from .block_sparse import call
+    return call(block, cached, args, data, ctx)
+
+
 def _op_hook(graph, callback):
     """A monitor for the executor of `graph` calling an op hook as MXNet's CachedOp does:
     callback(node output or input name, operator name, NDArray) for each operator's outputs
@@ -628,9 +637,13 @@ class HybridBlock(Block):
             data = self._flat_inputs(args)
         ctx = data[0]._ctx
         if len(data) == 1:
+            if data[0].__class__ in _SPARSE_TYPES:       # (its dense form is not built)
+                return _sparse_call(self, cached, args, data, ctx)
             tensor = data[0]._tensor
             key = (ctx, tensor.shape, tensor.dtype)
         else:
+            if not _SPARSE_TYPES.isdisjoint(map(type, data)):
+                return _sparse_call(self, cached, args, data, ctx)
             key = (ctx,) + tuple((a._tensor.shape, a._tensor.dtype) for a in data)
         binding = cached.bindings.get(key)
         tensors = binding.tensors(data) if binding is not None else None
@@ -714,7 +727,7 @@ class HybridBlock(Block):
         values = self._graph_values(cached, args, data, ctx)
         args_nd = [values[n] for n in cached.arg_names]
         aux_nd = [values[n] for n in cached.aux_names]
-        key = (ctx,) + tuple((a.shape, a._tensor.dtype) for a in args_nd + aux_nd)
+        key = (ctx,) + tuple((a.shape, a.dtype, a.stype) for a in args_nd + aux_nd)
         executor = cached.executors.get(key)
         if executor is None:
             executor = symbol.Symbol.bind(cached.out, ctx, args_nd, grad_req='null',

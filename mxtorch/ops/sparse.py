@@ -239,6 +239,8 @@ def _csr_dense_dot(other):
         w = b._tensor
         with torch.set_grad_enabled(_recording()):
             rows = getattr(_GRAPH, 'row_grads', {}).get(id(w)) if w.requires_grad else None
+            if rows is None and w.requires_grad and getattr(w, '_mx_row_grad', False):
+                rows = []       # an mx.autograd variable whose gradient array is row_sparse
             if rows is not None:
                 return [_wrap(_CsrDotRows.apply(w, data, indptr, idx, a.shape, rows),
                               b.context)]
