@@ -642,8 +642,9 @@ class HybridBlock(Block):
             tensor = data[0]._tensor
             key = (ctx, tensor.shape, tensor.dtype)
         else:
-            if not _SPARSE_TYPES.isdisjoint(map(type, data)):
-                return _sparse_call(self, cached, args, data, ctx)
+            for a in data:
+                if a.__class__ in _SPARSE_TYPES:
+                    return _sparse_call(self, cached, args, data, ctx)
             key = (ctx,) + tuple((a._tensor.shape, a._tensor.dtype) for a in data)
         binding = cached.bindings.get(key)
         tensors = binding.tensors(data) if binding is not None else None
