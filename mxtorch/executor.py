@@ -934,7 +934,7 @@ def _grad_reqs(grad_req, names):
 def _infer_for_bind(symbol, arg_nodes, aux_nodes, arg_arrays, aux_arrays):
     order = topo_order(symbol._entries)
     given = {id(n): a.shape for n, a in zip(arg_nodes + aux_nodes, arg_arrays + aux_arrays)}
-    types = {(id(n), 0): np_dtype(a._tensor.dtype)
+    types = {(id(n), 0): np_dtype(_value_dtype(a))
              for n, a in zip(arg_nodes + aux_nodes, arg_arrays + aux_arrays)}
     shapes = infer_graph_shapes(order, given, types)
     for node, arr in zip(arg_nodes + aux_nodes, arg_arrays + aux_arrays):
@@ -942,7 +942,7 @@ def _infer_for_bind(symbol, arg_nodes, aux_nodes, arg_arrays, aux_arrays):
         if inferred is not None and tuple(inferred) != arr.shape:
             raise MXNetError('bind: %s has shape %s, the symbol needs %s'
                              % (node.name, arr.shape, inferred))
-    type_table = infer_graph_types(order, {id(n): np_dtype(a._tensor.dtype) for n, a in
+    type_table = infer_graph_types(order, {id(n): np_dtype(_value_dtype(a)) for n, a in
                                            zip(arg_nodes + aux_nodes, arg_arrays + aux_arrays)})
     if is_np_shape():
         shapes = complete_zero_size_shapes(order, shapes, type_table)
@@ -973,7 +973,7 @@ def bind(symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None, g
     nodes = arg_nodes + aux_nodes + arg_nodes
     for node, arr in zip(nodes, arg_arrays + aux_arrays + grad_arrays):
         where = placement.get(id(node), ctx)
-        if arr is not None and arr._tensor.device.type != where.torch_device.type:
+        if arr is not None and _device_type(arr) != where.torch_device.type:
             raise MXNetError('bind: %s lives on %s, its node on %s' % (node.name, arr.context,
                                                                        where))
     for name, arr, grad in zip(arg_names, arg_arrays, grad_arrays):
@@ -983,6 +983,13 @@ def bind(symbol, ctx, args, args_grad=None, grad_req='write', aux_states=None, g
     shapes, out_types = _infer_for_bind(symbol, arg_nodes, aux_nodes, arg_arrays, aux_arrays)
     return Executor(symbol, ctx, arg_arrays, None if args_grad is None else grad_arrays, reqs,
                     aux_arrays, shapes, out_types, group2ctx)
+
+
+def _device_type(arr):
+    """The torch device type an array lives on (a sparse array's dense form is not built)."""
+    if getattr(arr, '_stype', None):
+        return arr._ctx.torch_device.type
+    return arr._tensor.device.type
 
 
 def simple_bind(symbol, ctx, grad_req='write', type_dict=None, group2ctx=None,
