@@ -256,12 +256,10 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # py
                     continue
                 target = var._grad
                 if g.is_sparse:            # rows a sparse kernel stored (embedding, dot)
-                    if getattr(target, '_stype', None) == 'row_sparse':
-                        from .executor_sparse import write_rows
-                        write_rows(target, g, var._grad_req)
-                        var._fresh_grad = True
-                        continue
-                    g = g.to_dense()
+                    from .executor_sparse import write_rows
+                    write_rows(target, g, var._grad_req)
+                    var._fresh_grad = True
+                    continue
                 if var._grad_req == 'add':
                     target._tensor.add_(g.to(target._tensor.dtype))
                 elif id(g) not in adopted and _adoptable(g, target):

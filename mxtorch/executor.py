@@ -831,15 +831,8 @@ _ENGINE = getattr(Variable, '_execution_engine', None)
 
 
 def _write_sparse_grad(handle, g, req):
-    """Write (or add) a sparse COO gradient: a row_sparse handle stores its rows (its dense
-    form is never built; MXNet's sparse kernels refuse 'add' there), a dense one gets the
-    dense values."""
-    if handle.stype != 'row_sparse':
-        if req == 'add':
-            handle._tensor.add_(g)
-        else:
-            handle._tensor.copy_(g.to_dense())
-        return
+    """Write a sparse COO gradient (executor_sparse.write_rows): a row_sparse handle stores
+    its rows (its dense form is never built)."""
     from .executor_sparse import write_rows
     write_rows(handle, g, req)
 

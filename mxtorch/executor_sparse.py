@@ -52,7 +52,11 @@ def write_rows(handle, g, req):
     """The sparse COO gradient `g` into the row_sparse array `handle`: its rows, stored zeros
     included, as MXNet's kernels store them. A gradient only sparse kernels gave (embedding,
     dot(csr, dense)) cannot be added (those kernels write only: MXNet's error); one summed
-    with dense gradients (`gradient`) can."""
+    with dense gradients (`gradient`) can. A sparse-grad embedding's gradient into a dense
+    array is MXNet's error too."""
+    if getattr(handle, '_stype', None) != 'row_sparse':
+        raise MXNetError('Cannot use sparse_grad = 1, while stype of gradients w.r.t embedding '
+                         'weight is default')
     if req == 'add':
         if not getattr(g, '_mx_summed', False):
             raise MXNetError('Check failed: req == kWriteTo (3 vs. 1) : a row_sparse gradient '

@@ -83,14 +83,29 @@ def test_lazy_training_equals_the_dense_gradient_path(opt):
     assert not np.allclose(runs[0], w0)
 
 
-def test_imperative_autograd_gets_a_dense_form_of_the_sparse_gradient():
+def test_sparse_gradient_into_a_dense_array_is_refused():
+    # MXNet 1.9.1: a sparse-grad embedding needs a row_sparse gradient array
     w = mx.nd.arange(12).reshape((4, 3))
     w.attach_grad()
     with mx.autograd.record():
         y = mx.nd.Embedding(mx.nd.array([1, 3, 1]), w, input_dim=4, output_dim=3,
                             sparse_grad=True)
+    with pytest.raises(mx.MXNetError, match='sparse_grad'):
+        y.backward()
+    ex = mx.sym.Embedding(mx.sym.var('data'), mx.sym.var('w'), input_dim=4, output_dim=3,
+                          sparse_grad=True).bind(
+        mx.cpu(), {'data': mx.nd.array([1, 3, 1]), 'w': w}, args_grad={'w': mx.nd.zeros((4, 3))},
+        grad_req={'data': 'null', 'w': 'write'})
+    ex.forward(is_train=True)
+    with pytest.raises(mx.MXNetError, match='sparse_grad'):
+        ex.backward(mx.nd.ones((3, 3)))
+    w.attach_grad(stype='row_sparse')
+    with mx.autograd.record():
+        y = mx.nd.Embedding(mx.nd.array([1, 3, 1]), w, input_dim=4, output_dim=3,
+                            sparse_grad=True)
     y.backward()
-    np.testing.assert_array_equal(w.grad.asnumpy(), [[0] * 3, [2] * 3, [0] * 3, [1] * 3])
+    assert w.grad.indices.asnumpy().tolist() == [1, 3]
+    np.testing.assert_array_equal(w.grad.data.asnumpy(), [[2] * 3, [1] * 3])
 
 
 def test_dot_csr_dense_uses_the_csr_parts_and_records_the_weight_gradient():
