@@ -224,3 +224,14 @@ def test_jit_trace_and_fake_tensors_use_f_linear(monkeypatch):
         fx, fw = mode.from_tensor(x), mode.from_tensor(w)
         assert not gemm._eligible(fx, fw, None)
         assert gemm.linear(fx, fw).shape == (96, 80)
+
+
+def test_backend_probes_leave_the_global_random_stream():
+    """The one-time checks that oneDNN works here (gemm's and fusion's) draw from their own
+    generators: a seeded script draws the same numbers whichever call runs them first."""
+    from mxtorch import fusion
+    for probe in (gemm._onednn_available, fusion._onednn_available):
+        probe.cache_clear()
+        state = torch.random.get_rng_state()
+        probe()
+        assert torch.equal(state, torch.random.get_rng_state()), probe
