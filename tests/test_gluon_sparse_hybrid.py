@@ -182,3 +182,14 @@ def test_sparse_training_equals_mxnet(name):
         else:
             np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5, err_msg=key)
     assert len(got) == sum(k.startswith(name + '.') for k in FIXTURE.files)
+
+
+def test_symbol_block_takes_csr_inputs_not_row_sparse_variables():
+    data, w = mx.sym.var('data', stype='csr'), mx.sym.var('w', shape=(5, 2))
+    block = mx.gluon.SymbolBlock(mx.sym.sparse.dot(data, w), [data])
+    block.collect_params().initialize(mx.init.Constant(2))
+    block.hybridize()
+    assert _parts(block(_csr_with_stored_zero())) == ['default', [[7, 7], [0, 0], [4, 4]]]
+    rsp = mx.sym.var('data', stype='row_sparse')
+    with pytest.raises(AssertionError, match="'data' because its storage type is 'row_sparse'"):
+        mx.gluon.SymbolBlock(mx.sym.sparse.dot(rsp, w), [rsp])

@@ -892,11 +892,10 @@ class SymbolBlock(HybridBlock):
             if aux not in input_names:
                 self.params.get(aux, grad_req='null', allow_deferred_init=True,
                                 dtype=aux_types.get(aux) or mx_real_t)
-        for node in out._nodes():
-            stype = node.op is None and node.attrs.get('__storage_type__', '0')
-            assert not stype or stype in ('0', '-1'), \
+        for node in out._nodes():        # (csr inputs are fine, as in MXNet)
+            assert node.op is not None or node.attrs.get('__storage_type__') != '1', \
                 "SymbolBlock doesn't support Parameter '%s' because its storage type is " \
-                'not default (__storage_type__=%s)' % (node.name, stype)
+                "'row_sparse'." % node.name
         self._cached_graph = syms, out
         # registered under their names less the common prefix (the structural names that
         # save_parameters writes), as MXNet's SymbolBlock
