@@ -131,8 +131,9 @@ class DataParallelExecutorGroup:
         self._shared_params = ([_SharedParams() for _ in contexts] if shared_group is None
                                else shared_group._shared_params)
         self.output_names = symbol.list_outputs()
-        self.output_layouts = [DataDesc.get_batch_axis(symbol[name].attr('__layout__'))
-                               for name in self.output_names]
+        # by position: two outputs may share a name (a shared block applied twice)
+        self.output_layouts = [DataDesc.get_batch_axis(symbol[i].attr('__layout__'))
+                               for i in range(len(self.output_names))]
         self.execs = []
         self._default_execs = None
         self._total_exec_bytes = 0

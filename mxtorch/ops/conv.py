@@ -434,7 +434,9 @@ def _max_pool(p, x, w):
 
 def _avg_pool(p, x, w):
     include_pad = p.count_include_pad is not False
-    if w.torch_alike:
+    # torch's 3-D avg pooling refuses an input smaller than the kernel, even a padded one
+    small = len(w.kernel) == 3 and any(n < k for n, k in zip(x.shape[2:], w.kernel))
+    if w.torch_alike and not small:
         return _AVG_POOL[len(w.kernel)](x, w.kernel, w.stride, w.pad,
                                         ceil_mode=p.pooling_convention != 'valid',
                                         count_include_pad=include_pad)

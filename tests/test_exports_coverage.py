@@ -1,0 +1,37 @@
+"""Behaviours real model-zoo exports rely on, found by loading more GluonCV / GluonNLP families
+(tests/fixtures/gen_gluoncv_exports.py --check); numbers from MXNet 1.9.1."""
+import numpy as np
+
+import mxtorch as mx
+
+
+def test_avg_pool3d_on_an_input_smaller_than_the_kernel():
+    # I3D-InceptionV3's avg pools (3x3x3, pad 1) meet a 2-frame clip: MXNet pools the padded
+    # input (torch's avg_pool3d refuses it)
+    x = mx.nd.array(np.arange(18).reshape(1, 1, 2, 3, 3))
+    expected = {
+        True: [1.9259259700775146, 3.1111111640930176, 2.222222328186035, 3.555555582046509,
+               5.666666507720947, 4.0, 2.814814805984497, 4.44444465637207, 3.1111111640930176],
+        False: [6.5, 7.0, 7.5, 8.0, 8.5, 9.0, 9.5, 10.0, 10.5]}
+    for include_pad, values in expected.items():
+        out = mx.nd.Pooling(x, kernel=(3, 3, 3), pad=(1, 1, 1), stride=(1, 1, 1),
+                            pool_type='avg', count_include_pad=include_pad)
+        assert out.shape == (1, 1, 2, 3, 3)
+        np.testing.assert_allclose(out.asnumpy().ravel(), values * 2, rtol=1e-6)
+
+
+def test_module_binds_a_graph_with_two_outputs_of_one_name():
+    # a shared Gluon block (MonoDepth2's sigmoid) applied at several scales: the exported
+    # graph's outputs share a name, and Module still binds and returns each
+    data = mx.sym.var('data')
+    outs = [mx.sym.sigmoid(data * scale, name='sigmoid0') for scale in (1.0, 2.0)]
+    group = mx.sym.Group(outs)
+    assert group.list_outputs() == ['sigmoid0_output', 'sigmoid0_output']
+    mod = mx.mod.Module(group, data_names=['data'], label_names=None)
+    mod.bind([('data', (2, 3))], for_training=False)
+    mod.init_params()
+    x = np.linspace(-1, 1, 6).reshape(2, 3).astype('float32')
+    mod.forward(mx.io.DataBatch([mx.nd.array(x)]), is_train=False)
+    got = [o.asnumpy() for o in mod.get_outputs()]
+    for out, scale in zip(got, (1.0, 2.0)):
+        np.testing.assert_allclose(out, 1 / (1 + np.exp(-scale * x)), rtol=1e-6)
