@@ -9,7 +9,12 @@ simplified the way MXNet's oneDNN subgraph backend simplifies it:
   sum and the ReLU applied as post-operations; on CPU it runs oneDNN's fused convolution with
   weights packed once into its blocked layout, elsewhere a channels-last convolution with
   in-place sum and ReLU;
+* a BatchNorm no convolution took (DenseNet's and pre-activation ResNets' BN -> ReLU -> conv)
+  runs as one addcmul with scale and shift worked once, its ReLU (or clip) in place;
 * any other ReLU whose input has no other reader runs in place on that input's producer.
+
+The rewritten plan's inference function then runs as one traced TorchScript graph where that is
+valid (inference_graph.py): no Python between the operators.
 
 Derived weights (folded, packed) are recomputed only when a source parameter changed (torch's
 tensor version counters). Each rule is a function `rule(steps, uses) -> steps`, where `uses`
@@ -19,12 +24,13 @@ counts the readers of every value. What an operator is to these rules comes from
 """
 import functools
 import os
+from typing import List, Optional
 
 import torch
 import torch.nn.functional as F
 
+from . import inference_graph
 from .plan import Plan, Step
-
 
 
 def enabled():
@@ -35,12 +41,25 @@ def enabled():
 def optimize_for_inference(plan):
     """A Plan computing the same heads as `plan` (in inference mode) with fewer steps."""
     steps = list(plan.steps)
-    for rule in (fuse_convolutions, fuse_relu):
+    for rule in (fuse_convolutions, fuse_affine, fuse_relu):
         steps = rule(steps, _uses(steps, plan.heads))
     steps = keep_constant_values(steps, plan.input_names, set(plan.heads) | {
         v for s in plan.loss_steps for v in s.inputs + s.outputs})
-    return Plan(plan.input_names, steps, plan.heads,
-                loss_steps=[s for s in steps if s in plan.loss_steps])
+    return InferencePlan(plan.input_names, steps, plan.heads,
+                         loss_steps=[s for s in steps if s in plan.loss_steps])
+
+
+class InferencePlan(Plan):
+    """The rewritten plan; its inference function runs as one traced graph where that is
+    valid and pays (inference_graph.py)."""
+
+    def compile(self, train, device):
+        forward, namespace = super().compile(train, device)
+        if not train and inference_graph.enabled() and all(
+                s.op.traceable and (not s.op.random or s.op.mode_dependent)
+                for s in self.steps):     # (Dropout: the identity at inference)
+            forward = inference_graph.GraphForward(forward, len(self.steps))
+        return forward, namespace
 
 
 def _uses(steps, heads):
@@ -71,10 +90,12 @@ class _Cached:
 
     def __call__(self, *sources, extra=()):
         key = extra + tuple((t._version, t.data_ptr()) for t in sources if t is not None)
-        if key != self._key:
+        settled = key == self._key
+        if not settled:
             with torch.no_grad():
                 self._value = self._derive(*sources, *extra)
             self._key = key
+        inference_graph.note(sources, self._value, settled)
         return self._value
 
 
@@ -208,6 +229,55 @@ def _fold(affine):
 
 
 # ---------------------------------------------------------------------------------------------
+# Per-channel affine maps left alone (BatchNorm not after a convolution: DenseNet, pre-activation
+# ResNets)
+# ---------------------------------------------------------------------------------------------
+def fuse_affine(steps, uses):
+    """A step with an inference affine map (BatchNorm) that no convolution took runs as
+    x * scale + shift (one addcmul; scale and shift worked once from its parameters), with the
+    ReLU or clip that is its only reader applied in place."""
+    readers = _readers(steps)
+    replace, dropped = {}, set()
+    for step in steps:
+        affine = _foldable(step, uses)
+        if not affine or id(step) in dropped:
+            continue
+        found = readers.get(step.outputs[0], [])
+        act_step = found[0] if len(found) == 1 and uses.get(step.outputs[0]) == 1 and \
+            _activation(found[0]) is not None else None
+        act = act_step and _activation(act_step)
+        last = act_step or step
+        suffix = '' if act is None else '_relu' if act[0] == 'relu' else '_clip'
+        replace[id(last)] = Step(last.node, step.inputs, last.outputs[:1],
+                                 step.fn_name + suffix,
+                                 _affine_factory(affine, act, step.make_fn), kind=step.kind)
+        if act_step is not None:
+            dropped.add(id(step))
+    return [replace.get(id(s), s) for s in steps if id(s) not in dropped]
+
+
+def _affine_factory(affine, act, make_plain):
+    def derive(*params_and_rank):
+        *params, rank = params_and_rank
+        scale, shift = affine(None, *params)
+        shape = (1, -1) + (1,) * (rank - 2)
+        return scale.reshape(shape), shift.reshape(shape)
+
+    def make_fn(train, device):
+        plain = make_plain(train, device)
+        per_channel = _Cached(derive)
+
+        def affine_map(x, *params):
+            if x.dim() < 2 or not x.dtype.is_floating_point or \
+                    any(p.dtype != x.dtype for p in params):
+                return _apply(plain(x, *params)[0], act)
+            scale, shift = per_channel(*params, extra=(x.dim(),))
+            return _apply(torch.addcmul(shift, x, scale), act)
+        return affine_map
+    return make_fn
+
+
+# ---------------------------------------------------------------------------------------------
 # oneDNN's fused convolution (PyTorch's mkldnn ops, as its own inductor uses them)
 # ---------------------------------------------------------------------------------------------
 def _pack(weight, input_shape, pad, stride, dilate, groups):
@@ -224,15 +294,44 @@ def _apply(out, act):
 
 
 def _onednn_conv(x, packed_weight, bias, other, act, pad, stride, dilate, groups):
+    ops = _scripted() if torch.jit.is_tracing() else _EAGER
     if other is None:
-        return torch.ops.mkldnn._convolution_pointwise(
-            x, packed_weight, bias, pad, stride, dilate, groups, act[0] if act else 'none',
-            act[1] if act and act[1] else [None], '')
+        return ops[0](x, packed_weight, bias, pad, stride, dilate, groups,
+                      act[0] if act else 'none', act[1] if act and act[1] else [])
     relu = act is not None and act[0] == 'relu'     # oneDNN fuses only ReLU after a sum
-    out = torch.ops.mkldnn._convolution_pointwise.binary(
-        x, _channels_last(other), packed_weight, bias, pad, stride, dilate, groups, 'add', None,
-        'relu' if relu else None, [None], '')
+    out = ops[1](x, _channels_last(other), packed_weight, bias, pad, stride, dilate, groups,
+                 'relu' if relu else None)
     return out if relu else _apply(out, act)
+
+
+def _conv_unary(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], pad: List[int],
+                stride: List[int], dilate: List[int], groups: int, attr: str,
+                bounds: List[float]) -> torch.Tensor:
+    scalars: List[Optional[number]] = [None]        # noqa: F821 - TorchScript's type
+    if len(bounds) == 2:
+        low: Optional[number] = bounds[0]           # noqa: F821
+        high: Optional[number] = bounds[1]          # noqa: F821
+        scalars = [low, high]
+    return torch.ops.mkldnn._convolution_pointwise(x, w, b, pad, stride, dilate, groups, attr,
+                                                   scalars, '')
+
+
+def _conv_binary(x: torch.Tensor, other: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor],
+                 pad: List[int], stride: List[int], dilate: List[int], groups: int,
+                 unary: Optional[str]) -> torch.Tensor:
+    scalars: List[Optional[number]] = [None]        # noqa: F821
+    return torch.ops.mkldnn._convolution_pointwise(      # the .binary overload
+        x, other, w, b, pad, stride, dilate, groups, 'add', None, unary, scalars, '')
+
+
+_EAGER = (_conv_unary, _conv_binary)
+
+
+@functools.lru_cache(maxsize=None)
+def _scripted():
+    """_EAGER as TorchScript functions, for code being traced (inference_graph.py): the tracer
+    cannot record a list of optional scalars, a TorchScript call can."""
+    return tuple(torch.jit.script(f) for f in _EAGER)
 
 
 @functools.lru_cache(maxsize=None)
@@ -308,7 +407,9 @@ class _KeptValue:
         key = tuple((t._version, t.data_ptr()) if isinstance(t, torch.Tensor) else id(t)
                     for t in args[self.count:])
         if self.state == 'kept' and key == self.key:
+            inference_graph.note(args[self.count:], self.value, True)
             return self.value
+        inference_graph.note((), None, False)
         value = self.fn(*args[:self.count])
         if self.state == 'probe' and key == self.key:
             self.state, self.value = 'kept', value

@@ -18,6 +18,7 @@ import functools
 import torch
 import torch.nn.functional as F
 
+from .. import inference_graph
 from ..base import np_dtype
 from .params import Bool, Enum, Float, Int, Shape
 from .registry import OpDef, register
@@ -403,10 +404,12 @@ def _channels_last_pays(x):
     """Whether 2-D max pooling of x runs faster through torch's channels-last CPU kernel
     (vectorised over channels; the channel-first one walks each plane one cell at a time):
     float CPU batches of 4 or more channels (measured 2-5x, the layout copies included); not
-    while traced for export or compiled, where the plain operator is what is wanted."""
+    while traced for export or compiled, where the plain operator is what is wanted (an
+    inference graph's trace keeps it)."""
     return (x.dim() == 4 and x.shape[1] >= 4 and x.device.type == 'cpu'
             and x.dtype in (torch.float32, torch.float64)
-            and not (torch.jit.is_tracing() or torch.compiler.is_compiling()))
+            and not ((torch.jit.is_tracing() and not inference_graph.capturing())
+                     or torch.compiler.is_compiling()))
 
 
 def _max_pool2d_channels_last(x, kernel, stride, pad=0, ceil_mode=False):

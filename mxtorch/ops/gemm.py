@@ -22,8 +22,12 @@ import functools
 import os
 import time
 
+from typing import List, Optional
+
 import torch
 import torch.nn.functional as F
+
+from .. import inference_graph
 
 MIN_WORK = 64 ** 3          # multiply-adds below which the choice is not worth timing
 BUDGET = 0.02               # seconds of timing per new shape class (one call each if slower)
@@ -40,6 +44,8 @@ MAX_SIGNATURES = 4096
 def linear(x, weight, bias=None):
     """x (M, K) . weight (N, K)^T + bias (N,), differentiable like F.linear."""
     if _tracing(x, weight):                 # before any shape test: no guards on the shapes
+        if inference_graph.capturing():
+            return _captured(x, weight, bias)
         return F.linear(x, weight, bias)
     grad = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or
                                         (bias is not None and bias.requires_grad))
@@ -55,6 +61,32 @@ def linear(x, weight, bias=None):
     if choice is _FUNCTION:
         return _Linear.apply(x, weight, bias)
     return F.linear(x, weight, bias)
+
+
+def _captured(x, weight, bias):
+    """In an inference graph being traced (inference_graph.py, no gradients): the product
+    the eager calls before chose for these operands (the tracer's shapes made plain numbers)."""
+    key = (_mode(), torch.get_num_threads(), False, torch.Size(int(d) for d in x.shape),
+           x.stride(), x.dtype, x.is_cpu, torch.Size(int(d) for d in weight.shape),
+           weight.stride(), weight.dtype, weight.is_cpu,
+           None if bias is None else (torch.Size(int(d) for d in bias.shape), bias.dtype,
+                                      bias.is_cpu))
+    if _CHOICE.get(key) is _ONEDNN:
+        return _scripted_onednn()(x, weight, bias)
+    return F.linear(x, weight, bias)
+
+
+def _onednn_linear(x: torch.Tensor, weight: torch.Tensor,
+                   bias: Optional[torch.Tensor]) -> torch.Tensor:
+    scalars: List[Optional[number]] = []            # noqa: F821 - TorchScript's type
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, 'none', scalars, '')
+
+
+@functools.lru_cache(maxsize=1)
+def _scripted_onednn():
+    """oneDNN's product as a TorchScript function: the tracer cannot record its list of
+    optional scalars, a TorchScript call can."""
+    return torch.jit.script(_onednn_linear)
 
 
 def _choose(x, weight, bias, grad, mode):
