@@ -343,6 +343,10 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         if g._is_zerotensor():
             g = torch.zeros(g.shape, dtype=g.dtype, device=g.device)
         elif g.is_sparse:
+            if not create_graph:           # the rows a sparse kernel stored, as MXNet's
+                from .executor_sparse import rows_array
+                out.append(rows_array(g, var._ctx, var._tensor.dtype))
+                continue
             g = g.to_dense()
         if not create_graph or g.dtype != var._tensor.dtype:   # (an integer variable's)
             g = g.detach().to(var._tensor.dtype)

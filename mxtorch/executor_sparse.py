@@ -70,6 +70,13 @@ def write_rows(handle, g, req):
     handle._set_parts((g.values().to(handle._dtype), g.indices()[0].to(torch.int64)))
 
 
+def rows_array(g, ctx, dtype):
+    """A new row_sparse array of the sparse COO gradient `g`'s rows."""
+    g = g.detach().coalesce()
+    return _new('row_sparse', tuple(g.shape), ctx,
+                parts=(g.values().to(dtype), g.indices()[0].to(torch.int64)))
+
+
 def _dense(x):
     """The dense tensor of a value (a sparse array's dense form)."""
     return x._tensor if isinstance(x, NDArray) else x

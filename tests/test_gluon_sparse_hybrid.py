@@ -193,3 +193,19 @@ def test_symbol_block_takes_csr_inputs_not_row_sparse_variables():
     rsp = mx.sym.var('data', stype='row_sparse')
     with pytest.raises(AssertionError, match="'data' because its storage type is 'row_sparse'"):
         mx.gluon.SymbolBlock(mx.sym.sparse.dot(rsp, w), [rsp])
+
+
+def test_autograd_grad_returns_the_stored_rows():
+    # MXNet 1.9.1: autograd.grad gives row_sparse gradients where sparse kernels store rows
+    emb = mx.nd.ones((6, 2))
+    emb.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Embedding(mx.nd.array([4, 1, 4]), emb, input_dim=6, output_dim=2,
+                            sparse_grad=True)
+    assert _parts(mx.autograd.grad(y, [emb])[0]) == ['row_sparse', [1, 4], [[1, 1], [2, 2]]]
+    w = mx.nd.ones((5, 2))
+    w.attach_grad(stype='row_sparse')
+    with mx.autograd.record():
+        y = mx.nd.sparse.dot(_csr_with_stored_zero(), w)
+    assert _parts(mx.autograd.grad(y, [w])[0]) == [
+        'row_sparse', [0, 1, 2, 3, 4], [[3, 3], [1.5, 1.5], [0, 0], [-1, -1], [2, 2]]]
