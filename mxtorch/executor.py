@@ -12,6 +12,8 @@ gradient arrays, then commits auxiliary-state updates (BatchNorm moving statisti
 CPU kernels do, in the backward of a training step).
 Monitoring and partial forward interpret the same steps one at a time.
 """
+import logging
+import os
 import threading
 import weakref
 
@@ -37,6 +39,9 @@ from .symbol.placement import place_nodes
 from .util import is_np_shape
 
 _GRAD_REQS = ('write', 'add', 'null')
+_LOG = logging.getLogger(__name__)
+# training calls run eagerly before the call is traced (joint.py)
+JOINT_AFTER = int(os.environ.get('MXTORCH_JOINT_AFTER', '2'))
 
 
 class _Slot:
@@ -116,6 +121,13 @@ class Executor:
         self._forward_train = compiled(forward_train, device, 'train')
         self._forward_infer = compiled(forward_infer, device, 'infer')
         self._fast_infer = None
+        # the training call traced into forward and backward graphs (joint.py) after a few
+        # calls: not for sparse values, integer gradients, placed or compiled graphs, or
+        # operators the tracer must not enter
+        self._joint_calls = 0
+        self._joint = None if (_joint_enabled() and self._storage is None and not int_grads
+                               and not devices and not self._forward_train.active
+                               and all(s.op.traceable for s in self._plan.steps)) else False
         head_ctx = [placement.get(id(n), ctx) for n, _ in self._optimized._entries]
         self.outputs = out_arrays or [
             _wrap(lazy_zeros(shapes[(id(n), k)], torch_dtype(t), c.torch_device), c)
@@ -302,6 +314,14 @@ class Executor:
             plan, fn = self._interpreter(is_train)
         elif is_train:
             fn = self._forward_train
+            if with_grad and self._joint is not False:     # traced forward and backward
+                joint = self._joint_for(inputs)
+                if joint is not None:
+                    heads, stats, saved = joint.forward(inputs)
+                    self._last = {'train': True, 'heads': None, 'leaves': None, 'losses': None,
+                                  'joint': (joint, saved), 'stats': stats, 'rng': rng,
+                                  'plan': plan}
+                    return heads
         else:
             fn = self._forward_infer if with_grad else self._inference()
         with torch.set_grad_enabled(with_grad):
@@ -315,6 +335,16 @@ class Executor:
                       'losses': losses if with_grad else None,
                       'stats': stats if is_train else None, 'rng': rng, 'plan': plan}
         return values
+
+    def _joint_for(self, inputs):
+        """The traced training call (joint.py) once this executor has run JOINT_AFTER training
+        forwards with gradients, or None (not yet, or not for this graph: then False)."""
+        if self._joint is None or self._joint is False:
+            if self._joint is None and self._joint_calls >= JOINT_AFTER:
+                self._joint = _trace_joint(self, inputs)
+            self._joint_calls += 1
+            return None
+        return self._joint
 
     def forward(self, is_train=False, **kwargs):
         """Compute the outputs; with is_train, Dropout is active and BatchNorm uses batch stats."""
@@ -440,36 +470,23 @@ class Executor:
 
     def _gradients(self, grads):
         last = self._last
-        if last['heads'] is None:          # no graph recorded (inference, or second backward)
-            self._run(last['train'], True, last.get('rng'))
+        if last['heads'] is None and last.get('joint') is None:   # no graph recorded
+            self._run(last['train'], True, last.get('rng'))     # (inference, second backward)
             last = self._last
-        outs, head_grads = [], []
-        for k, (head, given, kind) in enumerate(zip(last['heads'], grads, self._head_kinds)):
-            head = int_grad.graph_tensor(head)      # (an integer head's shadow)
-            if kind == 'ones' and head.requires_grad:
-                # an output that needs no head gradient but whose op computes its own
-                # backward (a Custom op with need_top_grad=False): seeded with ones
-                outs.append(head)
-                head_grads.append(torch.ones_like(head))
-                continue
-            if kind != 'required' or not head.requires_grad:
-                continue                  # BlockGrad, and losses (seeded below)
-            if given is not None:
-                head_grads.append(given._tensor.to(device=head.device, dtype=head.dtype))
-            else:
-                raise MXNetError('Because the last operator is not Loss function, head_gradient '
-                                 'is required when calling backward. (output %s has none)'
-                                 % self._output_names[k])
-            outs.append(head)
-        for step, values in zip(last['plan'].loss_steps, last['losses']):
-            data = values[0]
-            if data.requires_grad:             # seed autograd with MXNet's loss gradient
-                outs.append(data)
-                head_grads.append(step.op.loss_gradient(step.params, values[:-1], values[-1]))
-                if self._last_watch is not None:   # the loss node's own backward output
-                    for watched, grads, _ in self._last_watch['nodes']:
-                        if watched is step:
-                            grads[0] = head_grads[-1].detach()
+        if last.get('joint') is not None:        # the traced backward (joint.py)
+            joint, saved = last['joint']
+            last['joint'] = None
+            return joint.backward(saved, [self._head_grad(k, grads[k])._tensor
+                                          for k in joint.tangent_heads])
+        outs, head_grads, loss_seeds = self._seeds(
+            last['plan'], [int_grad.graph_tensor(h) for h in last['heads']], last['losses'],
+            lambda k, head: self._head_grad(k, grads[k])._tensor.to(device=head.device,
+                                                                    dtype=head.dtype))
+        if self._last_watch is not None:         # each loss node's own backward output
+            for step, seed in loss_seeds:
+                for watched, node_grads, _ in self._last_watch['nodes']:
+                    if watched is step:
+                        node_grads[0] = seed.detach()
         dtypes = [t.dtype for t in last['leaves']]
         leaves = [int_grad.graph_tensor(t) for t in last['leaves']]
         last['heads'] = last['leaves'] = last['losses'] = None
@@ -484,6 +501,32 @@ class Executor:
         if self._last_watch is not None:
             self._report_backward()
         return grads
+
+    def _head_grad(self, k, given):
+        if given is None:
+            raise MXNetError('Because the last operator is not Loss function, head_gradient '
+                             'is required when calling backward. (output %s has none)'
+                             % self._output_names[k])
+        return given
+
+    def _seeds(self, plan, heads, losses, head_grad):
+        """(outputs, their gradients, [(loss step, its seed)]) that start the backward: each
+        head that needs a given gradient with head_grad(k, head), the outputs of operators that
+        compute their own backward (a Custom op with need_top_grad=False) with ones, and each
+        loss operator's input with the gradient MXNet declares for it."""
+        outs, seeds, loss_seeds = [], [], []
+        for k, (head, kind) in enumerate(zip(heads, self._head_kinds)):
+            if not head.requires_grad or kind not in ('ones', 'required'):
+                continue                  # BlockGrad, and losses (seeded below)
+            outs.append(head)
+            seeds.append(torch.ones_like(head) if kind == 'ones' else head_grad(k, head))
+        for step, values in zip(plan.loss_steps, losses):
+            data = values[0]
+            if data.requires_grad:
+                outs.append(data)
+                seeds.append(step.op.loss_gradient(step.params, values[:-1], values[-1]))
+                loss_seeds.append((step, seeds[-1]))
+        return outs, seeds, loss_seeds
 
     def _write_grads(self, results):
         """Per grad_req: 'add' accumulates; 'write' copies, or, into arrays simple_bind made,
@@ -798,6 +841,36 @@ def _integer_gradients(plan, args, reqs, grads):
 def _value_dtype(arr):
     """The torch dtype of an array (a sparse one's without building its dense form)."""
     return getattr(arr, '_dtype', None) or arr._tensor.dtype
+
+
+def _joint_enabled():
+    return os.environ.get('MXTORCH_JOINT', '1').strip().lower() not in ('0', 'off', 'false')
+
+
+def _trace_joint(executor, inputs):
+    """joint.trace of the executor's training call, checked against the eager call; False
+    where it cannot be traced or does not agree (said once, at debug level)."""
+    from . import joint
+    plan = executor._plan
+    forward = executor._forward_train.fn
+    leaves = executor._leaf_positions
+
+    def seeds(heads, losses, tangent):
+        return executor._seeds(plan, heads, losses, lambda k, head: tangent(k))[:2]
+    gen = torch.Generator().manual_seed(0)           # (not the global stream)
+    tangents = [torch.randn(o.shape, generator=gen).to(o._tensor.device, o._tensor.dtype)
+                for o in executor.outputs]           # head gradients to trace and check with
+    try:
+        traced = joint.trace(forward, inputs, leaves, seeds, tangents)
+        ok = traced is not None and joint.check(traced, forward, inputs, leaves, seeds,
+                                                tangents)
+    except Exception as err:           # anything the tracer cannot follow: stay eager
+        _LOG.debug('mxtorch: training call not traced (%s: %s)', type(err).__name__, err)
+        return False
+    if not ok:
+        _LOG.debug('mxtorch: traced training call differs from the eager one; not used')
+        return False
+    return traced
 
 
 def _uncompiled(fn, device, name):

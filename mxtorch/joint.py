@@ -1,0 +1,291 @@
+"""A bound graph's training call as two traced graphs, forward and backward, run without
+autograd's tape.
+
+The executor's training call is its plan's forward, recorded by autograd, then a backward seeded
+with the loss operators' declared gradients and the head gradients given. For a static graph
+that whole call can be traced once: `trace` runs it under make_fx on fake tensors (no real
+computation, no data-dependent Python), which gives one joint graph of aten operators (the
+plan's kernels and the backward autograd would run), then splits it where the forward ends:
+
+    forward graph:  arguments, auxiliary states -> heads, statistics, saved values
+    backward graph: saved values, head gradients -> the arguments' gradients
+
+Between the two, only the saved values are kept. The graphs run as generated Python (torch.fx
+code) with no autograd bookkeeping; their matrix products take the backend gemm.py chooses for
+each shape (oneDNN where it is faster, now for every product of the backward too, where the
+eager call pays an autograd Function for it), no-op nodes (detach, t of t) are dropped, and
+operators with a public torch function are called through it (a microsecond less each). The
+result is checked once against the eager call on copies of the inputs (values, statistics and
+gradients to float rounding) before it is used; anything that fails (an operator the tracer
+cannot follow, a mismatch) leaves the executor on its eager path, said once at debug level.
+"""
+import logging
+
+import torch
+import torch.fx as fx
+
+from .ops import gemm
+
+_LOG = logging.getLogger(__name__)
+_ATEN = torch.ops.aten
+_NOOPS = {_ATEN.detach.default, _ATEN.alias.default}
+_LINEAR = torch.ops.mkldnn._linear_pointwise.default if hasattr(torch.ops.mkldnn,
+                                                                '_linear_pointwise') else None
+RTOL, ATOL = 1e-4, 1e-5
+
+
+class Joint:
+    """The traced forward and backward of one training call."""
+
+    def __init__(self, fw, bw, n_heads, stat_sizes, grad_mask, tangent_heads, tangent_specs):
+        self.fw, self.bw = fw, bw
+        self.tangent_specs = tangent_specs    # (dtype, device) of each head gradient taken
+        self.n_heads = n_heads
+        self.stat_sizes = stat_sizes          # outputs of each statistics step
+        self.grad_mask = grad_mask            # per leaf: whether it gets a gradient
+        self.tangent_heads = tangent_heads    # heads whose given gradient the backward takes
+
+    def forward(self, inputs):
+        """(heads, statistics, saved) for the arguments and auxiliary states `inputs`."""
+        with torch.no_grad():
+            out = self.fw(*inputs)
+        heads = out[:self.n_heads]
+        stats, k = [], self.n_heads
+        for size in self.stat_sizes:
+            stats.append(tuple(out[k:k + size]))
+            k += size
+        return heads, stats, out[k:]
+
+    def backward(self, saved, tangents):
+        """Gradients of the leaves (None where a leaf gets none) from the saved values and the
+        head gradients of `tangent_heads`."""
+        tangents = [t.to(dtype=dtype, device=device)
+                    for t, (dtype, device) in zip(tangents, self.tangent_specs)]
+        with torch.no_grad():
+            grads = iter(self.bw(*saved, *tangents))
+        return [next(grads) if has else None for has in self.grad_mask]
+
+
+def trace(forward, inputs, leaf_positions, seeds, tangents):
+    """A Joint for `forward` (the plan's training function) called on tensors like `inputs`,
+    with gradients for the inputs at `leaf_positions`; `seeds(heads, losses, tangent)` gives
+    the backward's (outputs, their gradients), where tangent(k) gives head k's gradient, a
+    tensor like tangents[k]. None where the graph cannot be split (raises where it cannot be
+    traced)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    tangent_heads = []
+    layout = []             # the outputs: number of heads, of each step's statistics, grad mask
+
+    def tangent_for(tangents):
+        def tangent(k):
+            tangent_heads.append(k)
+            return tangents[k]
+        return tangent
+
+    def joint(primals, tangents):
+        primals = list(primals)
+        leaves = []
+        for i in leaf_positions:
+            primals[i] = primals[i].detach().requires_grad_()
+            leaves.append(primals[i])
+        with torch.enable_grad():
+            heads, stats, losses = forward(*primals)
+            outs, grads = seeds(heads, losses, tangent_for(tangents))
+            found = torch.autograd.grad(outs, leaves, grads, allow_unused=True) if outs \
+                else [None] * len(leaves)
+        layout.extend([len(heads), [len(s) for s in stats], [g is not None for g in found]])
+        return list(heads) + [v for s in stats for v in s] + [g for g in found if g is not None]
+
+    state = torch.random.get_rng_state()
+    try:
+        gm = make_fx(joint, tracing_mode='fake', _allow_non_fake_inputs=True)(
+            list(inputs), list(tangents))
+    finally:
+        torch.random.set_rng_state(state)
+    return _split(gm, len(inputs), tangent_heads, *layout)
+
+
+def _split(gm, n_inputs, tangent_heads, n_heads, stat_sizes, grad_mask):
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == 'placeholder']
+    primals, tangents = placeholders[:n_inputs], placeholders[n_inputs:]
+    tangent_heads = sorted(set(tangent_heads))
+    tangents = [tangents[k] for k in tangent_heads]
+    if any(_mutates(n) for n in graph.nodes):
+        return None                     # (in-place writes: order matters beyond data flow)
+    _clean(graph)
+    output = next(n for n in graph.nodes if n.op == 'output')
+    values = list(output.args[0])
+    n_fwd = n_heads + sum(stat_sizes)
+    fwd_outs, grads = values[:n_fwd], values[n_fwd:]
+    if any(not isinstance(v, fx.Node) for v in values):
+        return None
+    forward_nodes = _ancestors(fwd_outs) | set(primals)
+    backward_nodes = [n for n in graph.nodes if n.op not in ('placeholder', 'output')
+                      and n not in forward_nodes]
+    later = set(backward_nodes) | set(grads)
+    saved = [n for n in graph.nodes if n in forward_nodes and
+             (n in later or any(u in later for u in n.users))]
+    fw = _graph_module(gm, primals, [n for n in graph.nodes if n in forward_nodes],
+                       fwd_outs + saved)
+    bw = _graph_module(gm, saved + tangents, backward_nodes, grads)
+    specs = [(_val(t).dtype, _val(t).device) for t in tangents]
+    return Joint(fw, bw, n_heads, stat_sizes, grad_mask, tangent_heads, specs)
+
+
+def _mutates(node):
+    """Whether `node` writes in place into a value that something else can see: an input, a
+    constant, or a value with other users (a write into a fresh value that only it uses, as
+    bernoulli_ into an empty mask, is data flow like any other)."""
+    if node.op != 'call_function' or not isinstance(node.target, torch._ops.OpOverload) or \
+            not node.target._schema.is_mutable:
+        return False
+    for i, arg in enumerate(node.target._schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+        if not isinstance(value, fx.Node) or value.op != 'call_function' or \
+                len(value.users) != 1:
+            return True
+    return False
+
+
+def _ancestors(nodes):
+    seen, stack = set(), list(nodes)
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(node.all_input_nodes)
+    return seen
+
+
+def _clean(graph):
+    """Drop nodes that change nothing without autograd (detach, alias, t of t)."""
+    for node in list(graph.nodes):
+        if node.op != 'call_function':
+            continue
+        if node.target in _NOOPS:
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+        elif node.target is _ATEN.t.default and isinstance(node.args[0], fx.Node) and \
+                node.args[0].target is _ATEN.t.default:
+            node.replace_all_uses_with(node.args[0].args[0])
+            graph.erase_node(node)
+        elif node.target in (_ATEN.view.default, _ATEN.reshape.default) and \
+                _val(node) is not None and _val(node.args[0]) is not None and \
+                tuple(_val(node.args[0]).shape) == tuple(_val(node).shape):
+            node.replace_all_uses_with(node.args[0])     # a view to the shape it has
+            graph.erase_node(node)
+    graph.eliminate_dead_code()
+
+
+def _graph_module(gm, inputs, nodes, outputs):
+    """A GraphModule of `nodes` (in order) from `inputs` to the tuple `outputs`, its products
+    on gemm's backends and its operators called through their public torch functions."""
+    graph = fx.Graph()
+    env = {}
+    for node in inputs:
+        env[node] = graph.placeholder(node.name)
+        env[node].meta = dict(node.meta)
+    for node in nodes:
+        if node not in env:
+            env[node] = graph.node_copy(node, lambda n: env[n])
+    graph.output(tuple(env[n] for n in outputs))
+    _gemm_backends(graph)
+    _clean(graph)
+    _public_calls(graph)
+    graph.eliminate_dead_code()
+    return fx.GraphModule(gm, graph)
+
+
+def _val(node):
+    return node.meta.get('val') if isinstance(node, fx.Node) else None
+
+
+def _gemm_backends(graph):
+    """mm / addmm with a 1-D bias on oneDNN where gemm.py would compute them there."""
+    if _LINEAR is None:
+        return
+    mode = gemm._mode()
+    for node in list(graph.nodes):
+        if node.op != 'call_function' or node.kwargs or \
+                node.target not in (_ATEN.mm.default, _ATEN.addmm.default):
+            continue
+        bias, a, b = (None,) + tuple(node.args) if node.target is _ATEN.mm.default \
+            else tuple(node.args)
+        vals = [_val(a), _val(b), _val(bias) if bias is not None else None]
+        if vals[0] is None or vals[1] is None or (bias is not None and
+                                                  (vals[2] is None or vals[2].dim() != 1)):
+            continue
+        real = [_real(v) if v is not None else None for v in vals]
+        if not (gemm._eligible(real[0], real[1].t(), real[2], mode) and
+                gemm._use_onednn(real[0], real[1].t(), real[2], mode)):
+            continue
+        with graph.inserting_before(node):
+            weight = graph.call_function(_ATEN.t.default, (b,))
+            new = graph.call_function(_LINEAR, (a, weight, bias, 'none', [], ''))
+        new.meta = dict(node.meta)
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+
+
+def _real(fake):
+    """A real tensor with `fake`'s shape, strides and dtype (random values), for timing."""
+    out = torch.empty_strided(tuple(fake.shape), tuple(fake.stride()), dtype=fake.dtype,
+                              device=fake.device)
+    gen = torch.Generator(device=out.device).manual_seed(0)   # (not the global stream)
+    return out.normal_(generator=gen) if out.is_floating_point() else out.zero_()
+
+
+def _public_calls(graph):
+    """Operators with a public torch function of the same name called through it (the Python
+    binding picks the same overload for the same arguments, a microsecond faster than the
+    OpOverload)."""
+    functions = torch._C._VariableFunctions
+    for node in graph.nodes:
+        target = node.target
+        if node.op == 'call_function' and isinstance(target, torch._ops.OpOverload) and \
+                target.namespace == 'aten':
+            public = getattr(functions, target.overloadpacket.__name__, None)
+            if public is not None:
+                node.target = public
+
+
+def check(joint, forward, inputs, leaf_positions, seeds, tangent_values):
+    """Whether the traced graphs give the eager call's heads, statistics and gradients on
+    copies of `inputs` (both from the same random state)."""
+    state = torch.random.get_rng_state()
+    copies = [x.detach().clone() for x in inputs]
+    try:
+        heads, stats, saved = joint.forward(copies)
+        grads = joint.backward(saved, [tangent_values[k] for k in joint.tangent_heads])
+        torch.random.set_rng_state(state)
+        primals = [x.detach().clone() for x in inputs]
+        leaves = []
+        for i in leaf_positions:
+            primals[i] = primals[i].requires_grad_()
+            leaves.append(primals[i])
+        with torch.enable_grad():
+            ref_heads, ref_stats, losses = forward(*primals)
+            outs, seeds_ = seeds(ref_heads, losses, lambda k: tangent_values[k])
+            ref = torch.autograd.grad(outs, leaves, seeds_, allow_unused=True) if outs \
+                else [None] * len(leaves)
+    finally:
+        torch.random.set_rng_state(state)
+    pairs = list(zip(heads, ref_heads)) + \
+        [(a, b) for s, r in zip(stats, ref_stats) for a, b in zip(s, r)] + \
+        list(zip(grads, ref))
+    return all(_close(a, b) for a, b in pairs)
+
+
+def _close(a, b):
+    if a is None or b is None:
+        return a is None and b is None or (a if a is not None else b).abs().max() == 0
+    b = b.detach()
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if not a.is_floating_point():
+        return torch.equal(a, b)
+    return torch.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True)

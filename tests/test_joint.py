@@ -1,0 +1,182 @@
+"""joint.py: a bound graph's training call traced into forward and backward graphs gives the
+eager call's outputs, gradients, auxiliary statistics and parameters after several steps (every
+optimizer, grad_req write and add, two devices, bucketing, BatchNorm, Dropout, head gradients
+given by the user), and where it cannot be traced the executor stays on its eager path."""
+import numpy as np
+import pytest
+import torch
+
+import mxtorch as mx
+from mxtorch import executor as executor_mod
+from mxtorch import joint
+from mxtorch.models import lenet
+
+
+@pytest.fixture
+def eager(monkeypatch):
+    """Run the executors made inside the block without tracing."""
+    def off():
+        monkeypatch.setenv('MXTORCH_JOINT', '0')
+    return off
+
+
+def _mlp(bn=False, dropout=0.0):
+    x = mx.sym.Variable('data')
+    x = mx.sym.FullyConnected(x, num_hidden=96, name='fc1')
+    if bn:
+        x = mx.sym.BatchNorm(x, name='bn1', fix_gamma=False)
+    x = mx.sym.Activation(x, act_type='relu')
+    if dropout:
+        x = mx.sym.Dropout(x, p=dropout)
+    x = mx.sym.FullyConnected(x, num_hidden=80, name='fc2')
+    x = mx.sym.Activation(x, act_type='tanh')
+    x = mx.sym.FullyConnected(x, num_hidden=5, name='fc3')
+    return mx.sym.SoftmaxOutput(x, name='softmax')
+
+
+def _batches(n, shape=(64, 70), classes=5, seed=3):
+    rng = np.random.RandomState(seed)
+    return [mx.io.DataBatch([mx.nd.array(rng.randn(*shape))],
+                            [mx.nd.array(rng.randint(0, classes, shape[0]))])
+            for _ in range(n)]
+
+
+def _train(sym, batches, optimizer='sgd', params=None, contexts=None, grad_req='write',
+           steps=6):
+    mx.random.seed(7)
+    mod = mx.mod.Module(sym, context=contexts or mx.cpu())
+    mod.bind(data_shapes=[('data', batches[0].data[0].shape)],
+             label_shapes=[('softmax_label', batches[0].label[0].shape)], grad_req=grad_req)
+    rng = np.random.RandomState(0)
+    arg_shapes, _, aux_shapes = sym.infer_shape(data=batches[0].data[0].shape)
+    args = {n: mx.nd.array(rng.uniform(-0.2, 0.2, s))
+            for n, s in zip(sym.list_arguments(), arg_shapes) if n not in ('data', 'softmax_label')}
+    mod.init_params(arg_params=args, aux_params={n: mx.nd.ones(s) if n.endswith('var') else
+                                                 mx.nd.zeros(s)
+                                                 for n, s in zip(sym.list_auxiliary_states(),
+                                                                 aux_shapes)},
+                    allow_missing=False)
+    mod.init_optimizer(optimizer=optimizer,
+                       optimizer_params=params or {'learning_rate': 0.1, 'momentum': 0.9})
+    outs = []
+    for i in range(steps):
+        mod.forward_backward(batches[i % len(batches)])
+        mod.update()
+        outs.append(mod.get_outputs()[0].asnumpy())
+    arg, aux = mod.get_params()
+    values = {k: v.asnumpy() for k, v in list(arg.items()) + list(aux.items())}
+    return mod, values, outs
+
+
+def _traced(mod):
+    return [isinstance(e._joint, joint.Joint) for e in mod._exec_group.execs]
+
+
+def _assert_same(a, b, rtol=1e-5, atol=1e-6):
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=rtol, atol=atol, err_msg=k)
+
+
+@pytest.mark.parametrize('optimizer,params', [
+    ('sgd', {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-3}),
+    ('adam', {'learning_rate': 0.01}),
+    ('nag', {'learning_rate': 0.05, 'momentum': 0.8}),
+    ('rmsprop', {'learning_rate': 0.01, 'centered': True})])
+def test_traced_training_equals_eager(eager, optimizer, params):
+    batches = _batches(3)
+    mod, traced, outs = _train(_mlp(), batches, optimizer, params)
+    assert _traced(mod) == [True]
+    eager()
+    mod, plain, plain_outs = _train(_mlp(), batches, optimizer, params)
+    assert _traced(mod) == [False]
+    _assert_same(traced, plain)
+    for a, b in zip(outs, plain_outs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(traced['fc1_weight'], _train(_mlp(), batches, steps=0)[1]['fc1_weight'])
+
+
+def test_batchnorm_statistics_dropout_grad_add_and_two_devices(eager):
+    batches = _batches(2)
+    sym = _mlp(bn=True, dropout=0.3)
+    cases = [dict(), dict(grad_req='add'), dict(contexts=[mx.cpu(0), mx.cpu(1)])]
+    results = []
+    for case in cases:
+        mod, values, _ = _train(sym, batches, **case)
+        assert all(_traced(mod))
+        results.append(values)
+    eager()
+    for case, values in zip(cases, results):
+        _assert_same(values, _train(sym, batches, **case)[1])
+    assert not np.allclose(results[0]['bn1_moving_mean'], 0)     # statistics moved
+
+
+def test_lenet_convolutions_and_pooling(eager):
+    batches = _batches(2, shape=(8, 1, 28, 28), classes=10)
+    mod, traced, _ = _train(lenet.get_symbol(10), batches, steps=4)
+    assert _traced(mod) == [True]
+    eager()
+    _assert_same(traced, _train(lenet.get_symbol(10), batches, steps=4)[1], rtol=1e-4,
+                 atol=1e-5)
+
+
+def test_head_gradients_given_by_the_user():
+    """A graph whose output needs a head gradient: backward(out_grads) feeds the traced
+    backward; the gradient is the analytic one, d(sum(g * tanh(x W^T)))/dW."""
+    rng = np.random.RandomState(0)
+    x, w = rng.randn(6, 4).astype('f'), rng.randn(3, 4).astype('f')
+    sym = mx.sym.tanh(mx.sym.FullyConnected(mx.sym.Variable('x'), mx.sym.Variable('w'),
+                                            no_bias=True, num_hidden=3))
+    ex = sym.bind(mx.cpu(), {'x': mx.nd.array(x), 'w': mx.nd.array(w)},
+                  args_grad={'x': mx.nd.zeros((6, 4)), 'w': mx.nd.zeros((3, 4))})
+    for step in range(4):
+        g = rng.randn(6, 3).astype('f')
+        ex.forward(is_train=True)
+        ex.backward(mx.nd.array(g))
+        y = np.tanh(x @ w.T)
+        np.testing.assert_allclose(ex.outputs[0].asnumpy(), y, rtol=1e-5, atol=1e-6)
+        dy = g * (1 - y ** 2)
+        np.testing.assert_allclose(ex.grad_dict['w'].asnumpy(), dy.T @ x, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(ex.grad_dict['x'].asnumpy(), dy @ w, rtol=1e-4, atol=1e-5)
+    assert isinstance(ex._joint, joint.Joint)
+    with pytest.raises(mx.MXNetError, match='head_gradient is required'):
+        ex.forward(is_train=True)
+        ex.backward()
+
+
+def test_a_second_backward_and_a_forward_without_backward():
+    rng = np.random.RandomState(1)
+    x = rng.randn(5, 3).astype('f')
+    sym = mx.sym.MakeLoss(mx.sym.sum(mx.sym.square(mx.sym.Variable('x'))))
+    ex = sym.bind(mx.cpu(), {'x': mx.nd.array(x)}, args_grad={'x': mx.nd.zeros((5, 3))})
+    for _ in range(4):
+        ex.forward(is_train=True)
+        ex.forward(is_train=True)         # a forward nobody takes the backward of
+        ex.backward()
+        ex.backward()                     # again: recomputed, the same gradient
+        np.testing.assert_allclose(ex.grad_dict['x'].asnumpy(), 2 * x, rtol=1e-6)
+    assert isinstance(ex._joint, joint.Joint)
+
+
+def test_untraceable_graphs_stay_eager(monkeypatch):
+    """A failure while tracing (here: the tracer made to fail) leaves the eager path."""
+    def fail(*args, **kwargs):
+        raise RuntimeError('cannot trace')
+    monkeypatch.setattr(joint, 'trace', fail)
+    batches = _batches(2)
+    mod, values, _ = _train(_mlp(), batches)
+    assert _traced(mod) == [False]
+    monkeypatch.undo()
+    mod2, values2, _ = _train(_mlp(), batches)
+    assert _traced(mod2) == [True]
+    _assert_same(values, values2)
+
+
+def test_gemm_backend_and_cleanup_passes_keep_the_graph_readable():
+    batches = _batches(1)
+    mod, _, _ = _train(_mlp(), batches, steps=3)
+    traced = mod._exec_group.execs[0]._joint
+    code = traced.fw.code + traced.bw.code
+    assert 'detach' not in code
+    assert 'torch.relu(' in code                 # public functions, not OpOverloads
+    assert executor_mod.JOINT_AFTER >= 1
