@@ -403,7 +403,10 @@ def _entry_of(tensor):
 
 def _record_op(op, params, inputs, outputs):
     """Called for each operator run while recording: note it on outputs that carry gradient."""
-    if not any(t.requires_grad for t in outputs):
+    for t in outputs:
+        if t.requires_grad:
+            break
+    else:
         return
     rec = _Record(op, params, [_entry_of(t) for t in inputs])
     for i, t in enumerate(outputs):

@@ -122,7 +122,7 @@ class Parameter:
                     return arr_list[0]
                 ctx = current_context()
             for c, arr in zip(self._ctx_list, arr_list):
-                if c == ctx:
+                if c is ctx or c == ctx:
                     return arr
             raise RuntimeError("Parameter '%s' was not initialized on context %s. It was only "
                                'initialized on %s.' % (self.name, str(ctx),

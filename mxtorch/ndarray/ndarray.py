@@ -582,9 +582,10 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
     tensors = [x._tensor for x in inputs]
     if ctx is None:
         ctx = inputs[0]._ctx if inputs else current_context()
+    state = autograd._state                 # (is_training(), is_recording(), read inline)
     if train is None:
-        train = autograd.is_training()
-    recording = autograd.is_recording()
+        train = getattr(state, 'training', False)
+    recording = getattr(state, 'recording', False)
     kwargs = {}
     if op.mode_dependent:
         kwargs['train'] = train
@@ -592,13 +593,26 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
         kwargs['device'] = ctx.torch_device
         kwargs['out_shape'] = None
     # an input (or, for a random operator, the device's generator) carries an error not raised
-    failure = engine.failure_of(tensors, ctx.torch_device if op.random else None)
+    failure = engine.failure_of(tensors, ctx.torch_device if op.random else None) \
+        if engine._marked else None
+    forward = op.forward
+    if op.forward_into_input0 is not None and out is not None and tensors \
+            and getattr(out, '_tensor', None) is tensors[0]:
+        forward = op.forward_into_input0
+    # torch records its graph exactly while autograd records
+    switch = torch.is_grad_enabled() != recording
     try:
-        forward = op.forward
-        if op.forward_into_input0 is not None and out is not None and tensors \
-                and getattr(out, '_tensor', None) is tensors[0]:
-            forward = op.forward_into_input0
-        result = _forward(op, p, tensors, kwargs, recording, forward)
+        if switch:
+            torch._C._set_grad_enabled(recording)
+        try:
+            if profiler._run['active'] is not None:
+                with _profiled(op.name):
+                    result = forward(p, *tensors, **kwargs)
+            else:
+                result = forward(p, *tensors, **kwargs)
+        finally:
+            if switch:
+                torch._C._set_grad_enabled(not recording)
     except MXNetError:
         raise
     except (RuntimeError, ValueError, IndexError, TypeError) as err:
@@ -617,11 +631,15 @@ def invoke_dense(op, p, inputs, out=None, ctx=None, train=None):
     results = result if isinstance(result, tuple) else (result,)
     if train and op.update_aux is not None and failure is None:
         op.update_aux_at_backward(p, tensors[len(op.arg_names(p)):], results)
-    visible = [_fresh(r, tensors) for r in results[:op.num_visible_outputs(p)]]
+    if op.fresh_output and len(results) == 1 and op.num_visible_outputs(p) == 1:
+        visible = [result]                  # a new tensor the op owns (no view of an input)
+    else:
+        visible = [_fresh(r, tensors) for r in results[:op.num_visible_outputs(p)]]
     if recording and int_grad.involved(tensors, visible):     # integer arrays' gradients
         visible = int_grad.follow(lambda *ts: forward(p, *ts, **kwargs), tensors, visible,
                                   op.converts_dtype, op.integer_gradient)
-    _check_legacy_shapes(op, tensors, visible)
+    if op.creation or _any_empty(tensors):
+        _check_legacy_shapes(op, tensors, visible)
     if failure is not None and out is None:
         engine.mark(failure, visible)
     if recording:
@@ -700,9 +718,17 @@ def _fresh(result, inputs):
     """result, copied if it is a view of one of the inputs (operators may return views; an
     mx.nd call, as in MXNet, always returns a new array)."""
     storage = result.untyped_storage().data_ptr()
-    if any(t.untyped_storage().data_ptr() == storage for t in inputs):
-        return result.clone()
+    for t in inputs:
+        if t.untyped_storage().data_ptr() == storage:
+            return result.clone()
     return result
+
+
+def _any_empty(tensors):
+    for t in tensors:
+        if 0 in t.shape:
+            return True
+    return False
 
 
 def _recording():

@@ -18,7 +18,7 @@ def _fully_connected(p, data, weight, bias=None):
     """out = x . W^T + b, x flattened to (N, -1) unless flatten=False (then on the last axis).
     The products run on PyTorch's GEMM or oneDNN's, whichever is faster for the shape (gemm.py)."""
     x = data.reshape(data.shape[0], -1) if p.flatten and data.dim() != 2 else data
-    bias = None if bias is None else bias.reshape(-1)
+    bias = bias if bias is None or bias.dim() == 1 else bias.reshape(-1)
     if x.dim() == 2:
         return gemm.linear(x, weight, bias)
     out = gemm.linear(x.reshape(-1, x.shape[-1]), weight, bias)
