@@ -35,3 +35,33 @@ def test_module_binds_a_graph_with_two_outputs_of_one_name():
     got = [o.asnumpy() for o in mod.get_outputs()]
     for out, scale in zip(got, (1.0, 2.0)):
         np.testing.assert_allclose(out, 1 / (1 + np.exp(-scale * x)), rtol=1e-6)
+
+
+def _mkldnn_case():
+    import json
+    import os
+    case = np.load(os.path.join(os.path.dirname(__file__), 'fixtures', 'mkldnn_conv_sum.npz'))
+    params = {k: case[k] for k in case.files if k.startswith(('arg:', 'aux:'))}
+    return case, json, params
+
+
+def test_fused_conv_aux_states_keep_their_place_among_the_inputs():
+    # oneDNN-fused convolutions (GluonCV's *_int8 exports) list a folded BatchNorm's moving
+    # statistics before a sum operand and the quantized ranges: MXNet's aux states all the same
+    case, json, _ = _mkldnn_case()
+    for kind in ('fused', 'quantized'):
+        sym = mx.sym.load_json(str(case[kind + '_json']))
+        assert sym.list_arguments() == json.loads(str(case[kind + '_args']))
+        assert sym.list_auxiliary_states() == json.loads(str(case[kind + '_aux']))
+
+
+def test_fused_conv_with_bn_and_sum_runs_as_mxnet():
+    case, _, params = _mkldnn_case()
+    sym = mx.sym.load_json(str(case['fused_json']))
+    mod = mx.mod.Module(sym, label_names=None)
+    mod.bind([('data', case['data'].shape)], for_training=False)
+    mod.set_params({k[4:]: mx.nd.array(v) for k, v in params.items() if k[:4] == 'arg:'},
+                   {k[4:]: mx.nd.array(v) for k, v in params.items() if k[:4] == 'aux:'})
+    mod.forward(mx.io.DataBatch([mx.nd.array(case['data'])]), is_train=False)
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), case['output'], rtol=1e-5,
+                               atol=1e-6)

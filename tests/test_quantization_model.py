@@ -180,14 +180,14 @@ def test_mxnet_fused_float_graph_runs_exactly():
 @pytest.mark.parametrize('mode', ['none', 'naive'])
 def test_mxnet_fused_quantized_bn_and_sum(mode):
     """The wheel's quantize_model_mkldnn graph of that net: quantized conv with a fused
-    BatchNorm (its moving statistics are arguments here) and with a sum."""
+    BatchNorm (its moving statistics are aux states, as MXNet lists them) and with a sum."""
     meta = json.load(open(os.path.join(HERE, 'quantization.json')))
     sym = mx.sym.load_json(json.dumps(meta['fused_%s' % mode]))
+    assert sym.list_auxiliary_states() == ['bn0_moving_mean', 'bn0_moving_var']
     args = _fused_feed(sym, 'fused_%s:qarg:' % mode)
-    for k in ('bn0_moving_mean', 'bn0_moving_var'):
-        args[k] = mx.nd.array(FX['fused:' + k])
+    aux = {k: mx.nd.array(FX['fused:' + k]) for k in ('bn0_moving_mean', 'bn0_moving_var')}
     args['data'] = mx.nd.array(FX['fused:calib_data'][:4])
-    out = sym.bind(mx.cpu(), args).forward()[0].asnumpy()
+    out = sym.bind(mx.cpu(), args, aux_states=aux).forward()[0].asnumpy()
     # outputs up to ~11; int8 noise of a few steps through three layers
     np.testing.assert_allclose(out, FX['fused:float_out'], atol=0.4)
     if mode == 'none':

@@ -122,17 +122,10 @@ def _quant_names(p, op_name):
 
 
 def _arg_names(p, op_name):
-    if p.quantized:
-        # MXNet puts a quantized node's range inputs after its aux states (the moving
-        # statistics of a fused BatchNorm); graphs here keep aux states last, so those count
-        # as arguments of a quantized node
-        return tuple(n for n, _ in _variables(_subgraph(p, op_name))) + \
-            _quant_names(p, op_name)
-    return _names(p, op_name, False)
-
-
-def _aux_names(p, op_name):
-    return () if p.quantized else _names(p, op_name, True)
+    # the subgraph's variables in its order, then a quantized node's range inputs: a fused
+    # BatchNorm's moving statistics keep their place there (before a sum operand and the
+    # ranges) and are the graph's aux states all the same (mutated_args)
+    return tuple(n for n, _ in _variables(_subgraph(p, op_name))) + _quant_names(p, op_name)
 
 
 def _outputs(p):
@@ -166,7 +159,9 @@ def _fused_type(name, weight_index):
         new = [t if t is not None else f32 for t in ins[:n]]
         if p.quantized:
             new[0] = ins[0] or np_dtype('int8')
-            if len(ins) - n > 2:          # int8 weight and bias with their ranges
+            # a fully connected node's int8 weight and bias come with their ranges (a conv's
+            # weights stay float; its other ranges are a sum operand's)
+            if name.endswith('connected') and len(ins) - n > 2:
                 new[1:3] = [ins[i] or np_dtype('int8') for i in (1, 2)][:n - 1]
         return new + [f32] * (len(ins) - n), [_out_type(p)] + [f32] * (len(outs) - 1)
     return infer_type
@@ -175,11 +170,12 @@ def _fused_type(name, weight_index):
 def _register_fused(name, params, weight_index):
     # int8 inputs come with ranges after the subgraph's own inputs; the count of range inputs
     # follows the node (a conv's float weights have none)
-    register(OpDef(name, _fused(name, weight_index), params=params,
-                   inputs=lambda p: _arg_names(p, name), aux=lambda p: _aux_names(p, name),
-                   outputs=_outputs,
-                   infer_shape=_fused_shape(name), infer_type=_fused_type(name, weight_index),
-                   differentiable=False))
+    op = OpDef(name, _fused(name, weight_index), params=params,
+               inputs=lambda p: _arg_names(p, name), outputs=_outputs,
+               infer_shape=_fused_shape(name), infer_type=_fused_type(name, weight_index),
+               differentiable=False)
+    op.mutated_args = lambda p: _names(p, name, True)
+    register(op)
 
 
 _register_fused('_sg_mkldnn_conv', _CONV, 1)

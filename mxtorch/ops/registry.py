@@ -118,6 +118,7 @@ class OpDef:
     upgrade_attrs = None
     # names among the arguments that the operator mutates (MXNet's FMutateInputs): they are
     # auxiliary states of a graph although they keep their place in MXNet's input order
+    # (a tuple, or a function of the node's params giving one)
     mutated_args = ()
 
     def __init__(self, name, forward, params=None, inputs=('data',), aux=(), outputs=('output',),
@@ -191,7 +192,8 @@ class OpDef:
     def aux_positions(self, p, count):
         """Positions, among a node's `count` inputs, of the inputs it mutates (aux states)."""
         args = self.arg_names(p)
-        return [args.index(n) for n in self.mutated_args] + list(range(len(args), count))
+        mutated = self.mutated_args(p) if callable(self.mutated_args) else self.mutated_args
+        return [args.index(n) for n in mutated] + list(range(len(args), count))
 
     def monitor_input_names(self, p, count):
         """The names a monitor gives the inputs, as MXNet 1.9.1 does."""
