@@ -781,7 +781,7 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         """Run hybrid_forward with mx.nd (or the cached graph, when hybridized) on NDArrays,
         or with mx.sym on Symbols."""
-        if isinstance(x, NDArray) and all(isinstance(a, NDArray) for a in args):
+        if isinstance(x, NDArray) and (not args or all(isinstance(a, NDArray) for a in args)):
             first = x._ctx          # the common case: flat NDArray inputs
             has_sym, has_nd = False, True
             ctxs = None             # (worked out when hybridized)

@@ -329,6 +329,10 @@ class Parameter:
 
     def data(self, ctx=None):
         """The value on `ctx` (the only one, or the current context, when None)."""
+        arrays = self._data
+        if arrays is not None and len(arrays) == 1 and self._stype == 'default' and (
+                ctx is None or ctx is self._ctx_list[0]):
+            return arrays[0]                # (the common case, without the general checks)
         self._dense_only('data')
         return self._check_and_get(self._data, ctx)
 
