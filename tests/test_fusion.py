@@ -148,3 +148,36 @@ def test_golden_inference_with_fusion(golden, model):
     exe.arg_dict['data'][:] = exp['input/data']
     np.testing.assert_allclose(exe.forward()[0].asnumpy(), exp['eval_out/softmax_output'],
                                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize('pool_type', ['avg', 'max', 'sum'])
+def test_global_pooling_after_a_fused_convolution(monkeypatch, pool_type):
+    data = mx.sym.Variable('data')
+    x = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=6, name='c1')
+    out = mx.sym.Pooling(x, global_pool=True, kernel=(1, 1), pool_type=pool_type)
+    exe = out.simple_bind(mx.cpu(), grad_req='null', data=(2, 3, 5, 4))
+    rng = np.random.RandomState(4)
+    for arr in exe.arg_arrays:
+        arr[:] = rng.randn(*arr.shape)
+    got = exe.forward()[0].asnumpy().copy()
+    conv = _unfused(exe, monkeypatch)       # the pooled values of the unfused graph
+    assert got.shape == (2, 6, 1, 1)
+    np.testing.assert_allclose(got, conv, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_norm_without_a_convolution_is_one_affine_step(monkeypatch):
+    data = mx.sym.Variable('data')
+    x = mx.sym.Activation(mx.sym.BatchNorm(data, fix_gamma=False, name='bn1'), act_type='relu')
+    x = mx.sym.clip(mx.sym.BatchNorm(x, name='bn2'), 0, 0.5)
+    out = mx.sym.BatchNorm(x, fix_gamma=False, name='bn3') + x
+    exe = out.simple_bind(mx.cpu(), grad_req='null', data=(2, 3, 4, 4))
+    rng = np.random.RandomState(5)
+    for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+        arr[:] = rng.uniform(0.5, 1.5, arr.shape) if 'var' in name else rng.randn(*arr.shape)
+    names = [s.fn_name for s in fusion.optimize_for_inference(exe._plan).steps]
+    assert names[:3] == ['BatchNorm_bn1_relu', 'BatchNorm_bn2_clip', 'BatchNorm_bn3']
+    fused = exe.forward()[0].asnumpy().copy()
+    np.testing.assert_allclose(fused, _unfused(exe, monkeypatch), rtol=1e-5, atol=1e-5)
+    exe.aux_dict['bn2_moving_mean'][:] = 0.25         # in place: scale and shift follow
+    np.testing.assert_allclose(exe.forward()[0].asnumpy(), _unfused(exe, monkeypatch),
+                               rtol=1e-5, atol=1e-5)

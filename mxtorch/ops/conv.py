@@ -467,13 +467,16 @@ _WINDOW_POOLS = {'max': _max_pool, 'avg': _avg_pool, 'sum': _sum_pool, 'lp': _lp
 
 
 def _global_pool(p, x):
+    planes = tuple(range(2, x.dim()))     # reduced where they lie: a channels-last x is not
+    if p.pool_type == 'avg':              # copied to flatten it
+        return x.mean(dim=planes, keepdim=True)
+    if p.pool_type == 'sum':
+        return x.sum(dim=planes, keepdim=True)
+    if p.pool_type == 'max' and not (torch.is_grad_enabled() and x.requires_grad):
+        return x.amax(dim=planes, keepdim=True)
     flat = x.flatten(2)
     if p.pool_type == 'max':
         out = flat.max(dim=2).values          # the gradient goes to one maximum, as MXNet's
-    elif p.pool_type == 'avg':
-        out = flat.mean(dim=2)
-    elif p.pool_type == 'sum':
-        out = flat.sum(dim=2)
     else:
         out = _lp_root(flat.pow(p.p_value).sum(dim=2), p.p_value)
     return out.reshape(tuple(x.shape[:2]) + (1,) * (x.dim() - 2))
