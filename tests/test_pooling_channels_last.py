@@ -5,10 +5,12 @@ import torch
 import torch.nn.functional as F
 
 import mxtorch as mx
-from mxtorch.ops.conv import _max_pool2d_channels_last
+from mxtorch.ops.conv import _channels_last_pays, _max_pool2d_channels_last
 
 
 def _pool_grad(x, head=None, **kwargs):
+    channel_first = np.moveaxis(x, -1, 1) if kwargs.get('layout') == 'NHWC' else x
+    assert _channels_last_pays(torch.from_numpy(np.ascontiguousarray(channel_first)))
     x = mx.nd.array(x, dtype=x.dtype)
     x.attach_grad()
     with mx.autograd.record():
@@ -19,7 +21,7 @@ def _pool_grad(x, head=None, **kwargs):
 
 def test_ties_send_the_gradient_to_the_first_maximum():
     plane = np.array([[0, 0, 1, 3], [0, 0, 3, 2], [5, 5, 2, 2], [5, 5, 2, 2]], np.float32)
-    y, g = _pool_grad(np.tile(plane, (2, 8, 1, 1)), kernel=(2, 2), stride=(2, 2))
+    y, g = _pool_grad(np.tile(plane, (8, 64, 1, 1)), kernel=(2, 2), stride=(2, 2))
     np.testing.assert_array_equal(y[1, 5], [[0, 3], [5, 2]])
     np.testing.assert_array_equal(g[1, 5], [[1, 0, 0, 1], [0, 0, 0, 0], [1, 0, 1, 0],
                                             [0, 0, 0, 0]])
@@ -27,8 +29,9 @@ def test_ties_send_the_gradient_to_the_first_maximum():
 
 def test_full_convention_with_padding_and_overlapping_windows():
     x = (np.arange(2 * 8 * 5 * 5, dtype=np.float32) % 7).reshape(2, 8, 5, 5)
+    x = np.tile(x, (1, 21, 1, 1))           # planes 3, 11, ... of batch 1 are MXNet's case
     y, g = _pool_grad(x, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pooling_convention='full')
-    assert y.shape == (2, 8, 3, 3)
+    assert y.shape == (2, 168, 3, 3)
     np.testing.assert_array_equal(y[1, 3], [[3, 5, 6], [6, 6, 6], [4, 6, 6]])
     np.testing.assert_array_equal(g[1, 3], [[0, 1, 0, 1, 1], [0, 0, 0, 0, 0], [0, 2, 0, 0, 0],
                                             [0, 1, 0, 3, 0], [0, 0, 0, 0, 0]])
@@ -36,8 +39,8 @@ def test_full_convention_with_padding_and_overlapping_windows():
 
 def test_channel_last_layout_and_float64_agree_with_the_plain_kernel():
     rng = np.random.RandomState(0)
-    x = np.maximum(np.round(rng.randn(2, 7, 9, 6) * 2) / 2, 0)          # NHWC, many ties
-    head = mx.nd.array(rng.rand(2, 3, 10, 6), dtype='float64')
+    x = np.maximum(np.round(rng.randn(2, 28, 27, 6) * 2) / 2, 0)        # NHWC, many ties
+    head = mx.nd.array(rng.rand(2, 10, 28, 6), dtype='float64')
     y, g = _pool_grad(x, head, kernel=(3, 2), stride=(3, 1), pad=(1, 1), layout='NHWC',
                       pooling_convention='full')
     t = torch.tensor(x).permute(0, 3, 1, 2).requires_grad_()

@@ -403,10 +403,11 @@ def _window_counts(x, w, include_pad):
 def _channels_last_pays(x):
     """Whether 2-D max pooling of x runs faster through torch's channels-last CPU kernel
     (vectorised over channels; the channel-first one walks each plane one cell at a time):
-    float CPU batches of 4 or more channels (measured 2-5x, the layout copies included); not
+    float CPU batches of 4 or more channels and 8192 or more values (measured 2-5x on larger
+    ones, the layout copies included; on smaller ones the copies cost more than they save); not
     while traced for export or compiled, where the plain operator is what is wanted (an
     inference graph's trace keeps it)."""
-    return (x.dim() == 4 and x.shape[1] >= 4 and x.device.type == 'cpu'
+    return (x.dim() == 4 and x.shape[1] >= 4 and x.numel() >= 8192 and x.device.type == 'cpu'
             and x.dtype in (torch.float32, torch.float64)
             and not ((torch.jit.is_tracing() and not inference_graph.capturing())
                      or torch.compiler.is_compiling()))
@@ -417,11 +418,12 @@ def _max_pool2d_channels_last(x, kernel, stride, pad=0, ceil_mode=False):
     first maximum of each window in row-major order, as MXNet's gradient takes) pick the
     outputs from x itself, so the gradient (gather's: scattered onto those cells, summed where
     windows overlap) and its own derivatives are max pooling's."""
+    if not (x.requires_grad and torch.is_grad_enabled()):
+        return F.max_pool2d(x.contiguous(memory_format=torch.channels_last), kernel, stride, pad,
+                            ceil_mode=ceil_mode).contiguous()
     with torch.no_grad():
         out, index = F.max_pool2d(x.contiguous(memory_format=torch.channels_last), kernel,
                                   stride, pad, ceil_mode=ceil_mode, return_indices=True)
-    if not (x.requires_grad and torch.is_grad_enabled()):
-        return out.contiguous()
     return x.flatten(2).gather(2, index.contiguous().flatten(2)).view(out.shape)
 
 
