@@ -235,10 +235,13 @@ class OpDef:
         out = outputs[0]
         if not out.requires_grad:
             return
+        # the hook lives on `out`: holding `out` too would make a cycle that keeps the whole
+        # recorded graph alive (the update reads the statistics, never the output itself)
+        stats = (None,) + tuple(outputs[1:])
 
         def update(grad):
             with torch.no_grad():
-                self.update_aux(p, aux, outputs)
+                self.update_aux(p, aux, stats)
         out.register_hook(update)
 
     def bind_forward(self, p, train, device, out_shape=None, plain=False):
