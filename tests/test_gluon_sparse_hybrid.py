@@ -209,3 +209,34 @@ def test_autograd_grad_returns_the_stored_rows():
         y = mx.nd.sparse.dot(_csr_with_stored_zero(), w)
     assert _parts(mx.autograd.grad(y, [w])[0]) == [
         'row_sparse', [0, 1, 2, 3, 4], [[3, 3], [1.5, 1.5], [0, 0], [-1, -1], [2, 2]]]
+
+
+def test_dense_inputs_to_a_graph_with_sparse_values():
+    # cast_storage inside the graph: MXNet 1.9.1's outputs and gradient, both ways, twice
+    class Net(mx.gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            with self.name_scope():
+                self.w = self.params.get('w', shape=(5, 2), init=mx.init.Constant(0.5),
+                                         grad_stype='row_sparse')
+
+        def hybrid_forward(self, F, x, w):
+            c = F.cast_storage(x, stype='csr')
+            return (F.sparse.dot(c, w), F.cast_storage(x, stype='row_sparse'),
+                    F.sparse.dot(c, F.ones((3, 2)), transpose_a=True))
+
+    x = mx.nd.array([[0, 1.5, 0, 0, 2], [0, 0, 0, 0, 0], [3, 0, 0, -1, 0]])
+    rows = [[3, 3], [1.5, 1.5], [-1, -1], [2, 2]]
+    for hybridize in (False, True):
+        net = Net()
+        net.initialize()
+        if hybridize:
+            net.hybridize()
+        for _ in range(2):
+            with mx.autograd.record():
+                a, b, c = net(x)
+            a.backward()
+            assert _parts(a) == ['default', [[1.75, 1.75], [0, 0], [1, 1]]]
+            assert _parts(b) == ['row_sparse', [0, 2], [[0, 1.5, 0, 0, 2], [3, 0, 0, -1, 0]]]
+            assert _parts(c) == ['row_sparse', [0, 1, 3, 4], rows]
+            assert _parts(net.w.grad()) == ['row_sparse', [0, 1, 3, 4], rows]

@@ -649,10 +649,16 @@ class HybridBlock(Block):
         binding = cached.bindings.get(key)
         tensors = binding.tensors(data) if binding is not None else None
         if tensors is None:
+            if getattr(cached, 'sparse', False):     # sparse values inside: outputs too
+                return _sparse_call(self, cached, args, data, ctx)
             with ctx:
                 if cached.imperative is not None:
                     return self._call_imperative(cached, args, data, ctx)
-                binding = cached.bindings[key] = self._bind(cached, args, data, ctx)
+                binding = self._bind(cached, args, data, ctx)
+            if binding.executor._storage is not None:
+                cached.sparse = True
+                return _sparse_call(self, cached, args, data, ctx)
+            cached.bindings[key] = binding
             tensors = binding.tensors(data)
         monitor = None if self._callback is None else _op_hook(cached.out, self._callback)
         recording = autograd.is_recording()
