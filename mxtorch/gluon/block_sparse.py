@@ -3,8 +3,9 @@ CachedOp runs one: bound once per signature that includes the inputs' storage ty
 sparse inputs handed to the executor as they are (their stored structure, explicit zeros
 included, reaches the operators' sparse kernels; their dense forms are never built), and the
 outputs in the storage types the operators' rules give (a row_sparse dot(csr.T, x) stays
-row_sparse). Dense calls never come here (HybridBlock._call_cached_op checks the inputs'
-classes first)."""
+row_sparse). HybridBlock._call_cached_op comes here for inputs of a sparse class, and for
+a graph whose bound executor found sparse values inside (cast_storage of a dense input);
+all-dense graphs never do."""
 import torch
 
 from .. import autograd
@@ -40,7 +41,7 @@ def _graph_tensor(value):
 
 
 def call(block, cached, args, data, ctx):
-    """`block`'s hybridized call on `data` (its flat inputs, some sparse)."""
+    """`block`'s hybridized call on `data` (its flat inputs)."""
     key = (ctx, 'stype') + tuple((a.shape, a.dtype, a.stype) for a in data)
     binding = cached.bindings.get(key)
     values = _values(binding, data) if binding is not None else None
