@@ -65,3 +65,21 @@ def test_fused_conv_with_bn_and_sum_runs_as_mxnet():
     mod.forward(mx.io.DataBatch([mx.nd.array(case['data'])]), is_train=False)
     np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), case['output'], rtol=1e-5,
                                atol=1e-6)
+
+
+def test_quantized_conv_adding_onto_a_uint8_operand_gives_uint8():
+    # the second conv's calibrated range is [-0.92, 2.05] (int8), but MKL-DNN adds it onto the
+    # uint8 relu output in place: MXNet's result keeps uint8 (negatives clipped), far from the
+    # float model's [2.26, 0.24, -0.94]
+    case, _, params = _mkldnn_case()
+    sym = mx.sym.load_json(str(case['quantized_json']))
+    args = {k[5:]: mx.nd.array(case[k], dtype=case[k].dtype) for k in case.files
+            if k.startswith('qarg:')}
+    mod = mx.mod.Module(sym, label_names=None)
+    mod.bind([('data', case['data'].shape)], for_training=False)
+    mod.set_params(args, {k[4:]: mx.nd.array(v) for k, v in params.items() if k[:4] == 'aux:'})
+    mod.forward(mx.io.DataBatch([mx.nd.array(case['data'])]), is_train=False)
+    out = mod.get_outputs()[0].asnumpy()
+    assert np.abs(case['quantized_output'] - case['output']).max() > 0.3
+    # int8 rounding (the wheel quantizes the conv weights too) within about 1%
+    np.testing.assert_allclose(out, case['quantized_output'], atol=0.02)

@@ -71,17 +71,28 @@ def _dequantize_inputs(values, ranges, weight_like):
     return out, steps
 
 
-def _quantized_result(p, y, per_step):
+def _quantized_result(p, y, per_step, dtype=None):
     if p.enable_float_output:
         return y
     if _calibrated(p):
         lo, hi = _f32(p.min_calib_range).to(y.device), _f32(p.max_calib_range).to(y.device)
-        dtype = _out_dtype(p)
+        dtype = dtype or _out_dtype(p)
         q = saturate(y * steps_per_unit(MKLDNN_STEPS[dtype], real_range(lo, hi)), dtype)
         return q, lo, hi
     q = torch.round(y.double() / per_step.double()).clamp(-INT32_RANGE, INT32_RANGE)
     top = per_step * INT32_RANGE
     return q.to(torch.int32), -top, top
+
+
+def _sum_dtype(p, values):
+    """The int type of a quantized conv's sum operand: MKL-DNN adds onto it in place, so the
+    output keeps that type (a uint8 operand gives a uint8 output, negatives clipped to 0, even
+    where the calibrated range would make it int8)."""
+    if p.get('with_sum') and _calibrated(p):
+        ints = [v.dtype for v in values[1:] if v.dtype in _INT]
+        if ints:
+            return ints[-1]
+    return None
 
 
 def _fused(op_name, weight_index):
@@ -97,7 +108,7 @@ def _fused(op_name, weight_index):
         else:                      # float weights (conv): one int8 step of their own range
             weight_step = floats[weight_index].abs().max().reshape(1) / STEPS[torch.int8]
         y = run_graph(graph, floats, False)[0]
-        return _quantized_result(p, y, steps[0] * weight_step)
+        return _quantized_result(p, y, steps[0] * weight_step, _sum_dtype(p, values))
     forward.__doc__ = 'the fused float subgraph, on dequantized inputs where quantized'
     return forward
 
