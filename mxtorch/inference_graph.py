@@ -216,13 +216,14 @@ def _trace(flat, example, extras):
 
 
 def _boolean_index(node):
+    """Whether an aten::index node indexes with a boolean mask (its output shape counts it)."""
+    values = []
     for value in node.inputs():
-        for t in (value.type().getElementType(),) if value.type().kind() == 'ListType' else \
-                (value.type(),):
-            dtype = getattr(t, 'scalarType', lambda: None)()
-            if dtype in ('Bool', 'Byte'):
-                return True
-    return False
+        producer = value.node()
+        values.extend(producer.inputs() if producer.kind() == 'prim::ListConstruct' else
+                      [value])
+    return any(isinstance(v.type(), torch._C.TensorType) and
+               v.type().scalarType() in ('Bool', 'Byte') for v in values)
 
 
 def _watched(name, method):

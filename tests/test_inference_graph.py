@@ -2,6 +2,7 @@
 used once the kept values settle, follows parameter and data changes, and is refused where the
 Python reads tensor values or shapes depend on values."""
 import numpy as np
+import pytest
 
 import mxtorch as mx
 from mxtorch import inference_graph
@@ -75,3 +76,20 @@ def test_switched_off(monkeypatch):
         exe.forward()
     assert not isinstance(exe._inference(), inference_graph.GraphForward)
     np.testing.assert_allclose(exe.forward()[0].asnumpy(), _expected(exe), rtol=1e-4, atol=1e-5)
+
+
+def test_index_checks_stay_in_the_graph():
+    data, indices = mx.sym.Variable('data'), mx.sym.Variable('indices')
+    exe = _bind(mx.sym.gather_nd(data, indices) * 2, data=(3, 4), indices=(2, 2))
+    exe.arg_dict['indices'][:] = np.array([[0, 2], [1, -1]])
+    rng = np.random.RandomState(2)
+    for _ in range(5):                                # new data each call: nothing kept
+        d = rng.randn(3, 4)
+        exe.arg_dict['data'][:] = d
+        np.testing.assert_allclose(exe.forward()[0].asnumpy(), 2 * d[[0, 2], [1, 3]],
+                                   rtol=1e-6)
+    assert exe._inference().graph is not None
+    exe.arg_dict['indices'][:] = np.array([[0, 3], [1, 0]])           # row 3 of 3
+    with pytest.raises((mx.MXNetError, IndexError)):
+        exe.forward()
+        exe.outputs[0].asnumpy()

@@ -6,6 +6,7 @@ data (summed where an element is read several times), never to the indices.
 """
 import torch
 
+from .. import inference_graph
 from ..base import MXNetError, np_dtype, torch_dtype
 from .params import Bool, DType, Enum, Float, Int, Shape
 from .registry import OpDef, register
@@ -24,14 +25,19 @@ def _fit_index(index, size, mode):
 def _require_in_range(op_name, index, size, allow_negative, error=MXNetError):
     """MXNetError unless every index addresses an element of an axis of `size` (a number, or a
     tensor broadcasting against index); negative ones count from the end where allowed. Values
-    of meta tensors (shape inference) are unknown and not checked."""
+    of meta tensors (shape inference) are unknown and not checked. Returns the index to use:
+    while an inference graph is traced (inference_graph.py) the check is part of the graph, as
+    indices moved one past the end where out of range, which the indexing then refuses."""
     if index.is_meta:
-        return
+        return index
     sizes = torch.as_tensor(size, device=index.device).expand(index.shape)
     bad = (index >= sizes) | (index < (-sizes if allow_negative else 0))
+    if inference_graph.capturing():
+        return torch.where(bad, sizes, index)
     if bool(bad.any()):
         raise error('%s: index %d is out of bounds for an axis of size %d'
                     % (op_name, int(index[bad][0]), int(sizes[bad][0])))
+    return index
 
 
 def _data_and_index_type(p, ins, outs):
@@ -130,7 +136,7 @@ def _take(p, a, indices):
     size = a.shape[axis]
     if p.mode == 'raise':
         positions = indices.long()
-        _require_in_range('take', positions, size, allow_negative=False)
+        positions = _require_in_range('take', positions, size, allow_negative=False)
     else:
         positions = _fit_index(indices, size, p.mode)
     out = torch.index_select(a, axis, positions.reshape(-1))
@@ -192,8 +198,9 @@ def _positions_nd(op_name, indices, shape, error=MXNetError):
         raise MXNetError('%s: indices address %d axes, but the data has only %d'
                          % (op_name, m, len(shape)))
     sizes = torch.tensor(shape[:m], device=indices.device)
-    _require_in_range(op_name, indices, sizes.reshape((m,) + (1,) * (indices.dim() - 1)),
-                      allow_negative=True, error=error)
+    indices = _require_in_range(op_name, indices,
+                                sizes.reshape((m,) + (1,) * (indices.dim() - 1)),
+                                allow_negative=True, error=error)
     return tuple(indices)
 
 
