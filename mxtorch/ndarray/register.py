@@ -3,7 +3,7 @@ from ..base import MXNetError
 from ..ops.calling import split_call, assign_inputs
 from ..ops.signature import describe
 from ..ops.registry import all_ops
-from .ndarray import NDArray, invoke_parsed
+from .ndarray import NDArray, invoke_dense, invoke_parsed, _dense_suffices
 
 
 def _is_array(x):
@@ -32,7 +32,9 @@ def _signature(args, kwargs):
 
 
 def _plan(op, func_name, args, kwargs):
-    """(parsed params, where each input comes from: a position in args or a keyword)."""
+    """(parsed params, where each input comes from: a position in args or a keyword, whether
+    the inputs (plain NDArrays: dense) take the dense kernel straight away)."""
+    given = args, kwargs
     args = [_Slot(i) if isinstance(a, NDArray) else a for i, a in enumerate(args)]
     kwargs = {k: _Slot(k) if isinstance(v, NDArray) else v for k, v in kwargs.items()}
     raw, arrays, array_kw = split_call(op, args, kwargs, _is_slot)
@@ -41,7 +43,10 @@ def _plan(op, func_name, args, kwargs):
     missing = [n for n, s in zip(names, slots) if s is None]
     if missing:
         raise MXNetError('%s: missing input array(s) %s' % (func_name, ', '.join(missing)))
-    return p, tuple(s.source for s in slots)
+    sources = tuple(s.source for s in slots)
+    inputs = [given[s.source.__class__ is not int][s.source] for s in slots]
+    dense = all(x.__class__ is NDArray for x in inputs) and _dense_suffices(op, p, inputs)
+    return p, sources, dense
 
 
 def make_function(op, func_name):
@@ -60,8 +65,10 @@ def make_function(op, func_name):
             plan = _plan(op, func_name, args, kwargs)
             if key is not None and len(plans) < 256:
                 plans[key] = plan
-        p, sources = plan
+        p, sources, dense = plan
         inputs = [args[s] if s.__class__ is int else kwargs[s] for s in sources]
+        if dense and out is None:
+            return invoke_dense(op, p, inputs, ctx=ctx)
         return invoke_parsed(op, p, inputs, out=out, ctx=ctx)
     function.__name__ = func_name
     function.__qualname__ = func_name
