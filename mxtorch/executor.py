@@ -12,6 +12,7 @@ gradient arrays, then commits auxiliary-state updates (BatchNorm moving statisti
 CPU kernels do, in the backward of a training step).
 Monitoring and partial forward interpret the same steps one at a time.
 """
+import functools
 import logging
 import os
 import threading
@@ -23,6 +24,7 @@ from torch.autograd.variable import Variable
 
 from . import profiler
 from . import int_grad
+from . import joint
 from .base import MXNetError, np_dtype, torch_dtype
 from .capi import ArrayHandle
 from .compiler import Compiled
@@ -125,6 +127,7 @@ class Executor:
         # calls: not for sparse values, integer gradients, placed or compiled graphs, or
         # operators the tracer must not enter
         self._joint_calls = 0
+        self._joint_calls_on = {}         # run_on: leaf positions -> [calls, Joint or False]
         self._joint = None if (_joint_enabled() and self._storage is None and not int_grads
                                and not devices and not self._forward_train.active
                                and all(s.op.traceable for s in self._plan.steps)) else False
@@ -400,6 +403,10 @@ class Executor:
                 self._monitor, self._monitor_all = saved
         else:
             plan = self._plan
+            traced = self._joint_on(tensors) if is_train and torch.is_grad_enabled() else None
+            if traced is not None:        # the traced call, as one node of the caller's graph
+                after = functools.partial(self._update_aux, plan, tensors[len(self.arg_arrays):])
+                return list(joint.call(traced, fn.fn, after, traced.leaf_positions, tensors))
             heads, stats, _ = fn(*tensors)
         if self._storage is not None and not keep_sparse:
             heads = self._storage.dense(heads)
@@ -409,6 +416,38 @@ class Executor:
                 step.op.update_aux_at_backward(step.params, [aux[i] for i in step.aux_positions
                                                              if i is not None], outputs)
         return heads
+
+    def _joint_on(self, tensors):
+        """run_on's traced call for this set of tensors needing gradients, once JOINT_AFTER
+        calls with it have run eagerly; None before, or where the graph is not traced (losses
+        or heads that take no head gradient, sparse values, integer gradients)."""
+        if self._joint is False or self._plan.loss_steps or \
+                any(kind != 'required' for kind in self._head_kinds):
+            return None
+        leaves = tuple(i for i, t in enumerate(tensors) if t.requires_grad)
+        if not leaves or any(not tensors[i].is_floating_point() or
+                             int_grad.shadow(tensors[i]) is not None for i in leaves):
+            return None
+        entry = self._joint_calls_on.get(leaves)
+        if entry is None:
+            entry = self._joint_calls_on[leaves] = [0, None]
+        if entry[1] is None:
+            if entry[0] >= JOINT_AFTER:
+                entry[1] = _trace_joint(self, tensors, leaves, node=True)
+                if entry[1]:
+                    entry[1].leaf_positions = leaves
+            entry[0] += 1
+            return None
+        return entry[1] or None
+
+    @staticmethod
+    def _update_aux(plan, aux, stats):
+        """Commit a training call's statistics into the auxiliary state tensors `aux`
+        (BatchNorm's moving mean and variance)."""
+        with torch.no_grad():
+            for step, outputs in zip(plan.stat_steps, stats):
+                step.op.update_aux(step.params, [aux[i] for i in step.aux_positions
+                                                 if i is not None], outputs)
 
     # ---- backward ----------------------------------------------------------------------------------
     def _head_grads(self, out_grads):
@@ -555,10 +594,7 @@ class Executor:
         if not stats:
             return
         self._last['stats'] = None
-        with torch.no_grad():
-            for step, outputs in zip(self._last['plan'].stat_steps, stats):
-                aux = [self.aux_arrays[i]._tensor for i in step.aux_positions if i is not None]
-                step.op.update_aux(step.params, aux, outputs)
+        self._update_aux(self._last['plan'], [a._tensor for a in self.aux_arrays], stats)
 
     # ---- monitoring and step-by-step execution --------------------------------------------------
     def set_monitor_callback(self, callback, monitor_all=False):
@@ -847,13 +883,14 @@ def _joint_enabled():
     return os.environ.get('MXTORCH_JOINT', '1').strip().lower() not in ('0', 'off', 'false')
 
 
-def _trace_joint(executor, inputs):
-    """joint.trace of the executor's training call, checked against the eager call; False
-    where it cannot be traced or does not agree (said once, at debug level)."""
-    from . import joint
+def _trace_joint(executor, inputs, leaves=None, node=False):
+    """joint.trace of the executor's training call (gradients for the inputs at `leaves`,
+    by default its arguments'), checked against the eager call; False where it cannot be
+    traced, does not agree or is not faster (timed as one autograd node with `node`, as
+    run_on runs it); said at debug level."""
     plan = executor._plan
     forward = executor._forward_train.fn
-    leaves = executor._leaf_positions
+    leaves = executor._leaf_positions if leaves is None else leaves
 
     def seeds(heads, losses, tangent):
         return executor._seeds(plan, heads, losses, lambda k, head: tangent(k))[:2]
@@ -862,15 +899,18 @@ def _trace_joint(executor, inputs):
                 for o in executor.outputs]           # head gradients to trace and check with
     try:
         traced = joint.trace(forward, inputs, leaves, seeds, tangents)
-        ok = traced is not None and joint.check(traced, forward, inputs, leaves, seeds,
-                                                tangents)
+        if traced is None:
+            return False
+        agrees, fast, slow = joint.compare(traced, forward, inputs, leaves, seeds, tangents,
+                                           node=node)
     except Exception as err:           # anything the tracer cannot follow: stay eager
         _LOG.debug('mxtorch: training call not traced (%s: %s)', type(err).__name__, err)
         return False
-    if not ok:
-        _LOG.debug('mxtorch: traced training call differs from the eager one; not used')
-        return False
-    return traced
+    use = agrees and fast < slow * joint.KEEP_BELOW
+    _LOG.debug('mxtorch: traced training call %s the eager one, %.3g ms against %.3g: %s',
+               'agrees with' if agrees else 'differs from', fast * 1e3, slow * 1e3,
+               'used' if use else 'not used')
+    return traced if use else False
 
 
 def _uncompiled(fn, device, name):

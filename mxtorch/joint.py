@@ -20,6 +20,7 @@ gradients to float rounding) before it is used; anything that fails (an operator
 cannot follow, a mismatch) leaves the executor on its eager path, said once at debug level.
 """
 import logging
+import time
 
 import torch
 import torch.fx as fx
@@ -32,6 +33,7 @@ _NOOPS = {_ATEN.detach.default, _ATEN.alias.default}
 _LINEAR = torch.ops.mkldnn._linear_pointwise.default if hasattr(torch.ops.mkldnn,
                                                                 '_linear_pointwise') else None
 RTOL, ATOL = 1e-4, 1e-5
+KEEP_BELOW = 0.97       # the traced call is used only when at least this much faster
 
 
 class Joint:
@@ -253,31 +255,62 @@ def _public_calls(graph):
                 node.target = public
 
 
-def check(joint, forward, inputs, leaf_positions, seeds, tangent_values):
-    """Whether the traced graphs give the eager call's heads, statistics and gradients on
-    copies of `inputs` (both from the same random state)."""
+def compare(joint, forward, inputs, leaf_positions, seeds, tangents, node=False, budget=0.3):
+    """(agrees, seconds traced, seconds eager): whether the traced graphs give the eager call's
+    heads, statistics and gradients on copies of `inputs` (both from the same random state),
+    and the best time of each (interleaved rounds, up to seven within `budget` seconds: the
+    least disturbed on a busy machine;
+    node=True times the traced call as one autograd node, as Gluon's blocks run it)."""
     state = torch.random.get_rng_state()
     copies = [x.detach().clone() for x in inputs]
-    try:
-        heads, stats, saved = joint.forward(copies)
-        grads = joint.backward(saved, [tangent_values[k] for k in joint.tangent_heads])
-        torch.random.set_rng_state(state)
-        primals = [x.detach().clone() for x in inputs]
+
+    def eager():
+        primals = list(copies)
         leaves = []
         for i in leaf_positions:
-            primals[i] = primals[i].requires_grad_()
+            primals[i] = primals[i].detach().requires_grad_()
             leaves.append(primals[i])
         with torch.enable_grad():
-            ref_heads, ref_stats, losses = forward(*primals)
-            outs, seeds_ = seeds(ref_heads, losses, lambda k: tangent_values[k])
-            ref = torch.autograd.grad(outs, leaves, seeds_, allow_unused=True) if outs \
+            heads, stats, losses = forward(*primals)
+            outs, grads = seeds(heads, losses, lambda k: tangents[k])
+            found = torch.autograd.grad(outs, leaves, grads, allow_unused=True) if outs \
                 else [None] * len(leaves)
+        return heads, stats, found
+
+    def traced():
+        heads, stats, saved = joint.forward(copies)
+        return heads, stats, joint.backward(saved, [tangents[k] for k in joint.tangent_heads])
+
+    def as_node():
+        primals = list(copies)
+        for i in leaf_positions:
+            primals[i] = primals[i].detach().requires_grad_()
+        with torch.enable_grad():
+            heads = call(joint, forward, lambda stats: None, leaf_positions, primals)
+            torch.autograd.grad([heads[k] for k in joint.tangent_heads],
+                                [primals[i] for i in leaf_positions],
+                                [tangents[k] for k in joint.tangent_heads], allow_unused=True)
+    clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
+    times = ([], [])
+    try:
+        got = traced()
+        torch.random.set_rng_state(state)
+        ref = eager()
+        (as_node if node else traced)()          # (warm-up: first calls of new kernels)
+        begin = time.perf_counter()
+        for _ in range(7):
+            for fn, spent in zip((as_node if node else traced, eager), times):
+                torch.random.set_rng_state(state)
+                start = clock()
+                fn()
+                spent.append(clock() - start)
+            if time.perf_counter() - begin > budget:
+                break
     finally:
         torch.random.set_rng_state(state)
-    pairs = list(zip(heads, ref_heads)) + \
-        [(a, b) for s, r in zip(stats, ref_stats) for a, b in zip(s, r)] + \
-        list(zip(grads, ref))
-    return all(_close(a, b) for a, b in pairs)
+    pairs = list(zip(got[0], ref[0])) + \
+        [(a, b) for s, r in zip(got[1], ref[1]) for a, b in zip(s, r)] + list(zip(got[2], ref[2]))
+    return all(_close(a, b) for a, b in pairs), min(times[0]), min(times[1])
 
 
 def _close(a, b):
@@ -289,3 +322,45 @@ def _close(a, b):
     if not a.is_floating_point():
         return torch.equal(a, b)
     return torch.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True)
+
+
+class _Call(torch.autograd.Function):
+    """A Joint as one node of a larger autograd graph (a hybridized Gluon block's call inside
+    record()): the forward graph now, the backward graph when the head gradients arrive, then
+    `after(stats)` (BatchNorm's moving statistics change in the backward, as in MXNet). Under
+    create_graph the backward recomputes the call eagerly, so that its gradients can be
+    differentiated again."""
+
+    @staticmethod
+    def forward(ctx, joint, eager, after, leaf_positions, *tensors):  # pylint: disable=arguments-differ
+        heads, stats, saved = joint.forward(tensors)
+        ctx.joint, ctx.eager, ctx.after, ctx.leaf_positions = joint, eager, after, leaf_positions
+        ctx.stats, ctx.saved, ctx.n = stats, saved, len(tensors)
+        ctx.save_for_backward(*tensors)
+        ctx.mark_non_differentiable(*[h for k, h in enumerate(heads)
+                                      if k not in joint.tangent_heads])
+        return tuple(heads)
+
+    @staticmethod
+    def backward(ctx, *head_grads):  # pylint: disable=arguments-differ
+        joint = ctx.joint
+        given = [head_grads[k] for k in joint.tangent_heads]
+        if torch.is_grad_enabled():
+            tensors = ctx.saved_tensors
+            with torch.enable_grad():
+                heads = ctx.eager(*tensors)[0]
+                found = torch.autograd.grad([heads[k] for k in joint.tangent_heads],
+                                            [tensors[i] for i in ctx.leaf_positions], given,
+                                            create_graph=True, allow_unused=True)
+        else:
+            found = joint.backward(ctx.saved, given)
+        ctx.after(ctx.stats)
+        grads = [None] * ctx.n
+        for i, g in zip(ctx.leaf_positions, found):
+            grads[i] = g
+        return (None, None, None, None) + tuple(grads)
+
+
+def call(joint, eager, after, leaf_positions, tensors):
+    """The heads of `joint` on `tensors`, recorded by autograd as one node (see _Call)."""
+    return _Call.apply(joint, eager, after, leaf_positions, *tensors)

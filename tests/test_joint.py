@@ -12,6 +12,13 @@ from mxtorch import joint
 from mxtorch.models import lenet
 
 
+@pytest.fixture(autouse=True)
+def always_keep(monkeypatch):
+    """The traced call is kept whenever it agrees (in use it must also be faster: timing on a
+    shared test machine would make these tests depend on the load)."""
+    monkeypatch.setattr(joint, 'KEEP_BELOW', float('inf'))
+
+
 @pytest.fixture
 def eager(monkeypatch):
     """Run the executors made inside the block without tracing."""
@@ -180,3 +187,66 @@ def test_gemm_backend_and_cleanup_passes_keep_the_graph_readable():
     assert 'detach' not in code
     assert 'torch.relu(' in code                 # public functions, not OpOverloads
     assert executor_mod.JOINT_AFTER >= 1
+
+
+def _gluon_train(steps=6, bn=True):
+    from mxtorch import autograd, gluon
+    mx.random.seed(3)
+    net = gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(gluon.nn.Dense(64, activation='relu'))
+        if bn:
+            net.add(gluon.nn.BatchNorm())
+        net.add(gluon.nn.Dense(10))
+    net.initialize(mx.init.Xavier())
+    net.hybridize(static_alloc=True, static_shape=True)
+    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1, 'momentum': 0.9})
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    rng = np.random.RandomState(0)
+    x, y = mx.nd.array(rng.randn(32, 50)), mx.nd.array(rng.randint(0, 10, 32))
+    for _ in range(steps):
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(32)
+    executor = list(net._cached.bindings.values())[0].executor
+    values = {k.split('_', 1)[1]: v.data().asnumpy() for k, v in net.collect_params().items()}
+    return values, executor
+
+
+def test_hybridized_gluon_block_runs_the_traced_call_as_one_autograd_node(eager):
+    traced, executor = _gluon_train()
+    assert any(isinstance(e[1], joint.Joint) for e in executor._joint_calls_on.values())
+    eager()
+    plain, executor = _gluon_train()
+    assert not executor._joint_calls_on
+    _assert_same(traced, plain)
+    assert not np.allclose(traced['batchnorm0_running_mean'], 0)
+
+
+def test_second_order_gradients_through_a_traced_block():
+    """Under create_graph the traced node recomputes its call eagerly: d/dx of sum((dy/dx)^2)
+    for y = sum(tanh(x W^T)) matches the analytic second derivative."""
+    from mxtorch import autograd, gluon
+    net = gluon.nn.Dense(3, use_bias=False, in_units=4)
+    net.initialize()
+    net.hybridize()
+    w = np.random.RandomState(1).randn(3, 4).astype('f')
+    net.weight.set_data(mx.nd.array(w))
+    xv = np.random.RandomState(2).randn(5, 4).astype('f')
+    for _ in range(4):
+        x = mx.nd.array(xv)
+        x.attach_grad()
+        with autograd.record():
+            y = mx.nd.tanh(net(x)).sum()
+            dx = autograd.grad(y, [x], create_graph=True)[0]
+            z = (dx * dx).sum()
+        z.backward()
+    t = np.tanh(xv @ w.T)
+    d1 = (1 - t ** 2)                                  # dy/du, u = x W^T
+    dx_ref = d1 @ w
+    # z = sum((d1 W)^2); dz/dx = (2 (d1 W) W^T * d(d1)/du) W with d(d1)/du = -2 t d1
+    ddx = ((2 * dx_ref @ w.T) * (-2 * t * d1)) @ w
+    np.testing.assert_allclose(x.grad.asnumpy(), ddx, rtol=1e-4, atol=1e-5)
+    executor = list(net._cached.bindings.values())[0].executor
+    assert any(isinstance(e[1], joint.Joint) for e in executor._joint_calls_on.values())

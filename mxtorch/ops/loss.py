@@ -37,7 +37,9 @@ def _class_indices(k, device):
     key = (k, device)
     row = _CLASS_INDICES.get(key)
     if row is None:
-        row = _CLASS_INDICES[key] = torch.arange(k, device=device)
+        row = torch.arange(k, device=device)
+        if type(row) is torch.Tensor:       # (not a tracer's fake tensor: it must not outlive
+            _CLASS_INDICES[key] = row       # the trace)
     return row
 
 
