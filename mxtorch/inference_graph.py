@@ -212,7 +212,34 @@ def _trace(flat, example, extras):
         kind = node.kind()
         if kind in _DYNAMIC_SHAPE or (kind == 'aten::index' and _boolean_index(node)):
             return None, 'an output shape depends on values (%s)' % kind
-    return graph, None
+    return _fixed_shapes(graph), None
+
+
+def _fixed_shapes(function):
+    """The traced function with every size read (aten::size) replaced by the number it read and
+    the arithmetic on those folded: the graph runs only for the traced input shapes (the guard
+    checks them) and no value-dependent shapes (refused above), so every size is a constant.
+    The function as traced where the graph API refuses."""
+    try:
+        graph = function.graph.copy()
+        for node in list(graph.nodes()):
+            ins = list(node.inputs())
+            if node.kind() != 'aten::size' or len(ins) != 2 or \
+                    not isinstance(ins[0].type(), torch._C.TensorType):
+                continue
+            sizes, dim = ins[0].type().sizes(), ins[1].toIValue()
+            if sizes is None or dim is None:
+                continue
+            constant = graph.create('prim::Constant')
+            constant.i_('value', sizes[dim])
+            constant.output().setType(torch._C.IntType.get())
+            constant.insertBefore(node)
+            node.output().replaceAllUsesWith(constant.output())
+        torch._C._jit_pass_constant_propagation(graph)
+        torch._C._jit_pass_dce(graph)
+        return torch._C._create_function_from_graph('inference_graph', graph)
+    except (RuntimeError, AttributeError, TypeError):
+        return function
 
 
 def _boolean_index(node):

@@ -58,7 +58,7 @@ def same_type(p, ins, outs):
 def prod(shape):
     n = 1
     for d in shape:
-        n *= d
+        n = n * d       # not in place: traced sizes (tensors) then fold into constants
     return n
 
 
