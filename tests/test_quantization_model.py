@@ -188,8 +188,9 @@ def test_mxnet_fused_quantized_bn_and_sum(mode):
     aux = {k: mx.nd.array(FX['fused:' + k]) for k in ('bn0_moving_mean', 'bn0_moving_var')}
     args['data'] = mx.nd.array(FX['fused:calib_data'][:4])
     out = sym.bind(mx.cpu(), args, aux_states=aux).forward()[0].asnumpy()
-    # outputs up to ~11; int8 noise of a few steps through three layers
-    np.testing.assert_allclose(out, FX['fused_%s:out' % mode], atol=0.4)
+    # outputs up to ~11; int8 noise of a few steps through three layers (calibrated: the
+    # quantized conv accumulates integer products of int8 weights as MKL-DNN does, 0.13 -> 0.10)
+    np.testing.assert_allclose(out, FX['fused_%s:out' % mode], atol=0.4 if mode == 'none' else 0.11)
     if mode == 'none':
         np.testing.assert_allclose(out, FX['fused:float_out'], atol=0.4)
     # with naive calibration the wheel's output is far from the float one: its MKL-DNN conv
