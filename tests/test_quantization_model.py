@@ -190,7 +190,8 @@ def test_mxnet_fused_quantized_bn_and_sum(mode):
     out = sym.bind(mx.cpu(), args, aux_states=aux).forward()[0].asnumpy()
     # outputs up to ~11; int8 noise of a few steps through three layers (calibrated: the
     # quantized conv accumulates integer products of int8 weights as MKL-DNN does, 0.13 -> 0.10)
-    np.testing.assert_allclose(out, FX['fused_%s:out' % mode], atol=0.4 if mode == 'none' else 0.11)
+    np.testing.assert_allclose(out, FX['fused_%s:out' % mode],
+                               atol=0.4 if mode == 'none' else 0.11)
     if mode == 'none':
         np.testing.assert_allclose(out, FX['fused:float_out'], atol=0.4)
     # with naive calibration the wheel's output is far from the float one: its MKL-DNN conv
