@@ -181,3 +181,38 @@ def test_batch_norm_without_a_convolution_is_one_affine_step(monkeypatch):
     exe.aux_dict['bn2_moving_mean'][:] = 0.25         # in place: scale and shift follow
     np.testing.assert_allclose(exe.forward()[0].asnumpy(), _unfused(exe, monkeypatch),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_transposed_convolutions_run_on_onednn_and_follow_weight_changes(monkeypatch):
+    data = mx.sym.Variable('data')
+    x = mx.sym.Deconvolution(data, kernel=(4, 4), stride=(2, 2), pad=(1, 1), adj=(1, 0),
+                             num_filter=5, no_bias=False, name='d1')
+    x = mx.sym.Activation(mx.sym.BatchNorm(x, name='bn'), act_type='relu')
+    out = mx.sym.Deconvolution(x, kernel=(3, 3), stride=(2, 2), num_filter=3, name='d2')
+    exe = out.simple_bind(mx.cpu(), grad_req='null', data=(2, 4, 5, 6))
+    rng = np.random.RandomState(3)
+    for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+        arr[:] = rng.uniform(0.5, 1.5, arr.shape) if 'var' in name else rng.randn(*arr.shape)
+    calls = []
+    eager = fusion._EAGER
+    monkeypatch.setattr(fusion, '_EAGER', eager[:2] + (
+        lambda *args: calls.append(args[0].shape) or eager[2](*args),))
+    fused = exe.forward()[0].asnumpy().copy()
+    assert fused.shape == (2, 3, 23, 25)
+    if fusion._onednn_transposed_available():
+        assert calls == [(2, 4, 5, 6), (2, 5, 11, 12)]
+    # an independent reference: torch's transposed convolution on the unfused graph's pieces
+    import torch
+    import torch.nn.functional as F
+    args = {k: torch.tensor(v.asnumpy()) for k, v in exe.arg_dict.items()}
+    aux = {k: torch.tensor(v.asnumpy()) for k, v in exe.aux_dict.items()}
+    y = F.conv_transpose2d(args['data'], args['d1_weight'], args['d1_bias'], 2, 1, (1, 0))
+    y = F.batch_norm(y, aux['bn_moving_mean'], aux['bn_moving_var'], None, args['bn_beta'],
+                     eps=1e-3).relu()                                       # fix_gamma
+    y = F.conv_transpose2d(y, args['d2_weight'], None, 2)          # no_bias by default
+    np.testing.assert_allclose(fused, y.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(fused, _unfused(exe, monkeypatch), rtol=1e-5, atol=1e-5)
+    exe.arg_dict['d2_weight'][:] *= -1                 # the packed weight must follow
+    changed = exe.forward()[0].asnumpy()
+    np.testing.assert_allclose(changed, _unfused(exe, monkeypatch), rtol=1e-5, atol=1e-5)
+    assert not np.allclose(changed, fused)

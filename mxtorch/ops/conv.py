@@ -298,13 +298,30 @@ def _deconvolution_shape(p, ins, outs):
     return new, [merge(outs[0], out)]
 
 
-register(OpDef('Deconvolution', _deconvolution,
-               params={'kernel': Shape(), 'stride': Shape(()), 'dilate': Shape(()),
-                       'pad': Shape(()), 'adj': Shape(()), 'target_shape': Shape(()),
-                       'num_filter': Int(lower=1), 'num_group': Int(1), 'workspace': Int(512),
-                       'no_bias': Bool(True), 'cudnn_tune': _CUDNN_TUNE,
-                       'cudnn_off': Bool(False), 'layout': Enum(_CONV_LAYOUTS, None)},
-               inputs=_conv_inputs, infer_shape=_deconvolution_shape))
+DeconvGeometry = collections.namedtuple(
+    'DeconvGeometry', 'stride pad adj dilate groups has_bias')
+
+
+def _deconv_fusable_geometry(p):
+    """A channel-first 2-D Deconvolution's geometry, in the lists torch's kernels take
+    (fusion.py); None for other ranks and layouts and where target_shape picks pad and adj."""
+    if p.layout not in (None, 'NCHW') or len(p.kernel) != 2 or any(p.target_shape or ()):
+        return None
+    return DeconvGeometry(list(p.stride or (1, 1)), list(p.pad or (0, 0)),
+                          list(p.adj or (0, 0)), list(p.dilate or (1, 1)), p.num_group,
+                          not p.no_bias)
+
+
+_DECONVOLUTION = OpDef('Deconvolution', _deconvolution,
+                       params={'kernel': Shape(), 'stride': Shape(()), 'dilate': Shape(()),
+                               'pad': Shape(()), 'adj': Shape(()), 'target_shape': Shape(()),
+                               'num_filter': Int(lower=1), 'num_group': Int(1),
+                               'workspace': Int(512), 'no_bias': Bool(True),
+                               'cudnn_tune': _CUDNN_TUNE, 'cudnn_off': Bool(False),
+                               'layout': Enum(_CONV_LAYOUTS, None)},
+                       inputs=_conv_inputs, infer_shape=_deconvolution_shape)
+_DECONVOLUTION.deconv_geometry = _deconv_fusable_geometry
+register(_DECONVOLUTION)
 
 
 # ---------------------------------------------------------------------------------------------

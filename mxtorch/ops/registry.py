@@ -100,6 +100,9 @@ class OpDef:
     # conv_geometry(p) -> the geometry of a channel-first convolution (rank, stride, pad,
     # dilate, groups, has_bias: conv.ConvGeometry) that fused kernels can run; else None
     conv_geometry = None
+    # deconv_geometry(p) -> the geometry of a channel-first 2-D transposed convolution (stride,
+    # pad, adj, dilate, groups, has_bias: conv.DeconvGeometry) that oneDNN can run; else None
+    deconv_geometry = None
     # bind_rewrite(symbol, shapes) -> symbol: a rewrite symbol/optimize.fuse runs at bind over
     # whole graphs (the recurrent op family's: unrolled cells as one fused op); it returns
     # `symbol` itself where nothing applies and puts its new nodes' shapes into `shapes`
