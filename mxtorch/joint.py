@@ -20,6 +20,8 @@ gradients to float rounding) before it is used; anything that fails (an operator
 cannot follow, a mismatch) leaves the executor on its eager path, said once at debug level.
 """
 import logging
+import math
+import operator
 import time
 
 import torch
@@ -40,7 +42,8 @@ class Joint:
     """The traced forward and backward of one training call."""
 
     def __init__(self, fw, bw, n_heads, stat_sizes, grad_mask, tangent_heads, tangent_specs):
-        self.fw, self.bw = fw, bw
+        self.fw, self.bw = fw.fn, bw.fn
+        self.code = fw.code + bw.code         # (their generated source)
         self.tangent_specs = tangent_specs    # (dtype, device) of each head gradient taken
         self.n_heads = n_heads
         self.stat_sizes = stat_sizes          # outputs of each statistics step
@@ -184,8 +187,9 @@ def _clean(graph):
 
 
 def _graph_module(gm, inputs, nodes, outputs):
-    """A GraphModule of `nodes` (in order) from `inputs` to the tuple `outputs`, its products
-    on gemm's backends and its operators called through their public torch functions."""
+    """The function of `nodes` (in order) from `inputs` to the tuple `outputs` (a _Code), its
+    products on gemm's backends and its operators called through their public torch
+    functions where they have one."""
     graph = fx.Graph()
     env = {}
     for node in inputs:
@@ -199,7 +203,74 @@ def _graph_module(gm, inputs, nodes, outputs):
     _clean(graph)
     _public_calls(graph)
     graph.eliminate_dead_code()
-    return fx.GraphModule(gm, graph)
+    return _Code(graph, gm)
+
+
+class _Code:
+    """A graph as one generated Python function, readable like torch.fx's code but with less
+    between the operators: each is called through a name bound to its C++ entry point (a
+    public torch function, or the OpOverload's own `_op`: no Python frame, no attribute
+    lookups), other constants are bound by name, and values are dropped after their last use.
+    Called like the function; `code` is its source."""
+
+    def __init__(self, graph, root):
+        namespace, names, params, lines = {}, {}, [], []
+        nodes = list(graph.nodes)
+        last_use = {}
+        for i, node in enumerate(nodes):
+            for value in node.all_input_nodes:
+                last_use[value] = i
+
+        def bind(obj, hint='c'):
+            name = '%s%d' % (hint, len(namespace))
+            namespace[name] = obj
+            return name
+
+        def render(arg):
+            if isinstance(arg, fx.Node):
+                return names[arg]
+            if isinstance(arg, (list, tuple)):
+                inner = ''.join(render(a) + ', ' for a in arg)
+                return '[%s]' % inner if isinstance(arg, list) else '(%s)' % inner
+            if arg is None or isinstance(arg, (bool, int, str)) or \
+                    (isinstance(arg, float) and math.isfinite(arg)):
+                return repr(arg)
+            return bind(arg)        # dtypes, devices, memory formats, inf/nan, ...
+
+        for i, node in enumerate(nodes):
+            if node.op == 'placeholder':
+                names[node] = 'v%d' % i
+                params.append(names[node])
+                continue
+            if node.op == 'output':
+                lines.append('    return %s' % render(node.args[0]))
+                break
+            if node.op == 'get_attr':
+                value = root
+                for part in node.target.split('.'):
+                    value = getattr(value, part)
+                names[node] = bind(value, 'k')
+                continue
+            if node.op != 'call_function':
+                raise ValueError('unexpected graph node %s' % node.format_node())
+            target = node.target
+            if target is operator.getitem:
+                expr = '%s[%s]' % (render(node.args[0]), render(node.args[1]))
+            else:
+                fn = target._op if isinstance(target, torch._ops.OpOverload) else target
+                name = getattr(target, '__name__', 'f').split('.')[0].lstrip('_') or 'f'
+                args = [render(a) for a in node.args] + \
+                    ['%s=%s' % (k, render(v)) for k, v in node.kwargs.items()]
+                expr = '%s(%s)' % (bind(fn, name + '_'), ', '.join(args))
+            names[node] = 'v%d' % i
+            lines.append('    %s = %s' % (names[node], expr))
+            dead = sorted({names[n] for n in node.all_input_nodes
+                           if last_use.get(n) == i and n.op in ('placeholder', 'call_function')})
+            if dead:
+                lines.append('    del %s' % ', '.join(dead))
+        self.code = 'def forward(%s):\n%s\n' % (', '.join(params), '\n'.join(lines))
+        exec(compile(self.code, '<mxtorch joint>', 'exec'), namespace)  # generated above
+        self.fn = namespace['forward']
 
 
 def _val(node):
