@@ -8,12 +8,12 @@ import mxtorch as mx
 from mxtorch import train_step
 
 
-def _module():
+def _module(contexts=None):
     data = mx.sym.Variable('data')
     x = mx.sym.FullyConnected(data, num_hidden=8, name='fc1')
     x = mx.sym.Activation(x, act_type='relu')
     x = mx.sym.FullyConnected(x, num_hidden=3, name='fc2', attr={'__lr_mult__': '0.5'})
-    mod = mx.mod.Module(mx.sym.SoftmaxOutput(x, name='softmax'))
+    mod = mx.mod.Module(mx.sym.SoftmaxOutput(x, name='softmax'), context=contexts or mx.cpu())
     mod.bind(data_shapes=[('data', (4, 5))], label_shapes=[('softmax_label', (4,))])
     mod.init_params(mx.init.Xavier(rnd_type='gaussian', magnitude=1.0))
     params = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
@@ -43,20 +43,59 @@ CASES = [('sgd', {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-3}),
                    'lr_scheduler': lambda: mx.lr_scheduler.FactorScheduler(step=2, factor=0.5)}),
          ('nag', {'learning_rate': 0.05, 'momentum': 0.8}),
          ('rmsprop', {'learning_rate': 0.01, 'centered': True}),
-         ('adagrad', {'learning_rate': 0.1})]
+         ('adagrad', {'learning_rate': 0.1}),
+         # every other optimizer with a rule (optimizer_rules.py)
+         ('adadelta', {'rho': 0.9, 'wd': 1e-3}),
+         ('adamax', {'learning_rate': 0.02}),
+         ('nadam', {'learning_rate': 0.02, 'wd': 1e-3}),
+         ('ftrl', {'learning_rate': 0.1, 'lamda1': 0.01}),
+         ('ftml', {'learning_rate': 0.02}),
+         ('signum', {'learning_rate': 0.01, 'momentum': 0.9, 'wd_lh': 1e-3}),
+         ('lamb', {'learning_rate': 0.01, 'wd': 1e-3}),
+         ('lars', {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 1e-3}),
+         ('dcasgd', {'learning_rate': 0.1, 'momentum': 0.5}),
+         ('ccsgd', {'learning_rate': 0.1, 'momentum': 0.9}),
+         ('sgld', {'learning_rate': 0.01})]
 
 
 @pytest.mark.parametrize('optimizer,params', CASES)
 def test_planned_update_equals_updater_path(monkeypatch, optimizer, params):
     batches = _batches(6)
     planned_mod = _module()
+    mx.random.seed(7)                                   # (SGLD's noise)
     planned = _train(planned_mod, batches, optimizer, params)
     assert planned_mod._update_plan is not None and planned_mod._update_plan.planned
     monkeypatch.setattr(train_step.UpdatePlan, 'make', classmethod(lambda *a: None))
-    unplanned = _train(_module(), batches, optimizer, params)
+    unplanned_mod = _module()
+    mx.random.seed(7)
+    unplanned = _train(unplanned_mod, batches, optimizer, params)
+    moved = _train(_module(), batches[:0], 'sgd', {})
+    assert any(not np.allclose(planned[k], moved[k]) for k in planned)    # (they trained)
     for name in planned:
         np.testing.assert_allclose(planned[name], unplanned[name], rtol=1e-6, atol=1e-7,
                                    err_msg=name)
+
+
+def test_planned_update_on_two_devices_without_a_kvstore(monkeypatch):
+    """kvstore=None on two contexts: each device updates its own copy with its own gradients
+    (MXNet's _update_params without aggregation), one rule call per device."""
+    def run():
+        mod = _module(contexts=[mx.cpu(0), mx.cpu(1)])
+        mod.init_optimizer(kvstore=None, optimizer='sgd', force_init=True,
+                           optimizer_params={'learning_rate': 0.1, 'momentum': 0.9})
+        for batch in _batches(4):
+            mod.forward_backward(batch)
+            mod.update()
+        return mod, [{n: a.asnumpy() for n, a in zip(mod._exec_group.param_names, arrays)}
+                     for arrays in zip(*mod._exec_group.param_arrays)]
+    mod, planned = run()
+    assert mod._update_plan.planned and len(mod._update_plan._devices) == 2
+    assert not np.allclose(planned[0]['fc1_weight'], planned[1]['fc1_weight'])  # own grads
+    monkeypatch.setattr(train_step.UpdatePlan, 'make', classmethod(lambda *a: None))
+    _, unplanned = run()
+    for per_device, expected in zip(planned, unplanned):
+        for name in expected:
+            np.testing.assert_allclose(per_device[name], expected[name], rtol=1e-6, atol=1e-7)
 
 
 def test_plan_follows_loaded_states_and_a_new_optimizer(tmp_path):
