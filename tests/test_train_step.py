@@ -182,3 +182,40 @@ def test_trainer_planned_update_equals_updater_path(monkeypatch, optimizer, para
         np.testing.assert_allclose(planned[name], unplanned[name], rtol=1e-6, atol=1e-7,
                                    err_msg=name)
     np.testing.assert_array_equal(planned['unused_weight'], np.full((2, 4), 0.1, np.float32))
+
+
+def _bucketing_run(buckets):
+    mx.random.seed(0)
+    def sym_gen(key):
+        data = mx.sym.Variable('data')             # (4, key): a sequence of `key` steps
+        emb = mx.sym.Embedding(data, input_dim=10, output_dim=5, name='embed')
+        x = mx.sym.FullyConnected(mx.sym.mean(emb, axis=1), num_hidden=6, name='fc')
+        x = mx.sym.FullyConnected(mx.sym.Activation(x, act_type='tanh'), num_hidden=3,
+                                  name='out')
+        return mx.sym.SoftmaxOutput(x, name='softmax'), ('data',), ('softmax_label',)
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=6)
+    mod.bind(data_shapes=[('data', (4, 6))], label_shapes=[('softmax_label', (4,))])
+    mod.init_params(mx.init.Uniform(0.1))
+    mod.init_optimizer(optimizer='adam', optimizer_params={'learning_rate': 0.05})
+    rng = np.random.RandomState(4)
+    for key in buckets:
+        batch = mx.io.DataBatch([mx.nd.array(rng.randint(0, 10, (4, key)))],
+                                [mx.nd.array(rng.randint(0, 3, 4))], bucket_key=key,
+                                provide_data=[('data', (4, key))],
+                                provide_label=[('softmax_label', (4,))])
+        mod.forward_backward(batch)
+        mod.update()
+    return mod, {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+
+
+def test_planned_update_per_bucket_equals_updater_path(monkeypatch):
+    buckets = [6, 4, 4, 6, 4, 6, 6]
+    mod, planned = _bucketing_run(buckets)
+    assert all(m._update_plan is not None and m._update_plan.planned
+               for m in mod._buckets.values())
+    monkeypatch.setattr(train_step.UpdatePlan, 'make', classmethod(lambda *a: None))
+    _, unplanned = _bucketing_run(buckets)
+    assert sorted(planned) == ['embed_weight', 'fc_bias', 'fc_weight', 'out_bias', 'out_weight']
+    for name in planned:
+        np.testing.assert_allclose(planned[name], unplanned[name], rtol=1e-6, atol=1e-7,
+                                   err_msg=name)
