@@ -23,6 +23,7 @@ import torch
 from torch.autograd.variable import Variable
 
 from . import profiler
+from . import cuda_graphs
 from . import int_grad
 from . import joint
 from .base import MXNetError, np_dtype, torch_dtype
@@ -345,9 +346,17 @@ class Executor:
         if self._joint is None or self._joint is False:
             if self._joint is None and self._joint_calls >= JOINT_AFTER:
                 self._joint = _trace_joint(self, inputs)
+                if self._joint and cuda_graphs.enabled(self._ctx.torch_device):
+                    self._joint = self._captured(self._joint, inputs)
             self._joint_calls += 1
             return None
         return self._joint
+
+    def _captured(self, traced, inputs):
+        """`traced` replayed as CUDA graphs (cuda_graphs.py) where capture works, else itself."""
+        tangents = [torch.zeros(self.outputs[k].shape, dtype=dtype, device=device)
+                    for k, (dtype, device) in zip(traced.tangent_heads, traced.tangent_specs)]
+        return cuda_graphs.capture(traced, inputs, tangents) or traced
 
     def forward(self, is_train=False, **kwargs):
         """Compute the outputs; with is_train, Dropout is active and BatchNorm uses batch stats."""
@@ -494,7 +503,9 @@ class Executor:
         if self._last is None:       # MXNet runs the backward graph anyway: give it a forward
             self._run(True, bool(self._leaf_positions))
         if self._leaf_positions:
-            self._write_grads(self._gradients(grads))
+            traced = self._last.get('joint')      # (a captured graph's gradients are borrowed)
+            borrowed = traced is not None and getattr(traced[0], 'borrowed', False)
+            self._write_grads(self._gradients(grads), borrowed)
         self._zero_integer_grads()
         self._commit_aux()
 
@@ -567,9 +578,10 @@ class Executor:
                 loss_seeds.append((step, seeds[-1]))
         return outs, seeds, loss_seeds
 
-    def _write_grads(self, results):
+    def _write_grads(self, results, borrowed=False):
         """Per grad_req: 'add' accumulates; 'write' copies, or, into arrays simple_bind made,
-        adopts the gradient tensor itself (autograd gives each leaf a tensor of its own)."""
+        adopts the gradient tensor itself (autograd gives each leaf a tensor of its own; not
+        `borrowed` ones, which a captured graph overwrites at its next replay)."""
         with torch.no_grad():
             for i, g in zip(self._leaf_positions, results):
                 handle = self._grad_list[i]
@@ -584,8 +596,8 @@ class Executor:
                         dst.add_(g)
                 elif g is None:
                     dst.zero_()
-                elif self._owns_grads and g.is_contiguous():    # a leaf's gradient has its
-                    handle._tensor = g                          # shape and dtype
+                elif self._owns_grads and g.is_contiguous() and not borrowed:  # a leaf's
+                    handle._tensor = g                          # gradient: its shape and dtype
                 else:
                     dst.copy_(g)
 
