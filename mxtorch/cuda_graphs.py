@@ -24,6 +24,8 @@ import os
 
 import torch
 
+from .random import _generator_state, _set_generator_state
+
 _LOG = logging.getLogger(__name__)
 WARMUP = 3              # uncaptured calls on a side stream before capture (library handles, ...)
 
@@ -111,7 +113,8 @@ class Captured:
 def capture(joint, inputs, tangents, graph=None):
     """A Captured of `joint` on the executor's `inputs` (head gradients like `tangents`, one
     per joint.tangent_heads), or None where capture fails (said once, at debug level)."""
-    state = _rng_state(inputs)
+    device = inputs[0].device          # (capture and warm-up draw from its generator)
+    state = _generator_state(device)
     try:
         return Captured(joint, inputs, tangents, graph)
     except Exception as err:      # an operator that syncs with the host, memory, a driver
@@ -119,19 +122,4 @@ def capture(joint, inputs, tangents, graph=None):
                    type(err).__name__, err)
         return None
     finally:
-        _set_rng_state(inputs, state)
-
-
-def _rng_state(inputs):
-    """The generator state of the inputs' device (capture and warm-up draw from it)."""
-    device = inputs[0].device if inputs else torch.device('cpu')
-    return device, (torch.cuda.get_rng_state(device) if device.type == 'cuda'
-                    else torch.get_rng_state())
-
-
-def _set_rng_state(inputs, saved):
-    device, state = saved
-    if device.type == 'cuda':
-        torch.cuda.set_rng_state(state, device)
-    else:
-        torch.set_rng_state(state)
+        _set_generator_state(device, state)

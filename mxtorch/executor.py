@@ -36,6 +36,7 @@ from .ops.shapes import first, known, prod
 from .symbol.graph import topo_order
 from .symbol.infer import complete_zero_size_shapes, infer_graph_shapes, infer_graph_types
 from .symbol import optimize
+from .random import _generator_state, _set_generator_state
 from .plan import Plan
 from .executor_sparse import StorageTypes
 from .symbol.placement import place_nodes
@@ -308,9 +309,9 @@ class Executor:
         as MXNet's backward reuses its forward's masks). `rng`: such a state to start from."""
         plan = self._plan
         if rng is None and self._draws_random:
-            rng = _rng_state(self._ctx.torch_device)
+            rng = _generator_state(self._ctx.torch_device)
         elif rng is not None:
-            _set_rng_state(self._ctx.torch_device, rng)
+            _set_generator_state(self._ctx.torch_device, rng)
         inputs = self._inputs(with_grad)
         self._last_watch = ({'nodes': [], 'leaves': []}
                             if self._monitor is not None and with_grad else None)
@@ -928,20 +929,6 @@ def _trace_joint(executor, inputs, leaves=None, node=False):
 def _uncompiled(fn, device, name):
     """A plan function left as it is (sparse values are no tensors for the compiler)."""
     return fn
-
-
-def _rng_state(device):
-    """The state of torch's generator for `device` (what mx.random.seed seeds)."""
-    if device.type == 'cuda':
-        return torch.cuda.get_rng_state(device)
-    return torch.get_rng_state()
-
-
-def _set_rng_state(device, state):
-    if device.type == 'cuda':
-        torch.cuda.set_rng_state(state, device)
-    else:
-        torch.set_rng_state(state)
 
 
 def _nbytes(arr):

@@ -28,6 +28,7 @@ import torch
 import torch.fx as fx
 
 from .ops import gemm
+from .random import _generator_state, _set_generator_state
 
 _LOG = logging.getLogger(__name__)
 _ATEN = torch.ops.aten
@@ -332,7 +333,8 @@ def compare(joint, forward, inputs, leaf_positions, seeds, tangents, node=False,
     and the best time of each (interleaved rounds, up to seven within `budget` seconds: the
     least disturbed on a busy machine;
     node=True times the traced call as one autograd node, as Gluon's blocks run it)."""
-    state = torch.random.get_rng_state()
+    device = next((x.device for x in inputs if x.is_cuda), torch.device('cpu'))
+    state = _generator_state(device)
     copies = [x.detach().clone() for x in inputs]
 
     def eager():
@@ -361,27 +363,37 @@ def compare(joint, forward, inputs, leaf_positions, seeds, tangents, node=False,
             torch.autograd.grad([heads[k] for k in joint.tangent_heads],
                                 [primals[i] for i in leaf_positions],
                                 [tangents[k] for k in joint.tangent_heads], allow_unused=True)
-    clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
+    if device.type == 'cuda':    # a GPU's kernels run asynchronously: time them to their end
+        clock = _synced_clock(device)
+    else:
+        clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
     times = ([], [])
     try:
         got = traced()
-        torch.random.set_rng_state(state)
+        _set_generator_state(device, state)
         ref = eager()
         (as_node if node else traced)()          # (warm-up: first calls of new kernels)
         begin = time.perf_counter()
         for _ in range(7):
             for fn, spent in zip((as_node if node else traced, eager), times):
-                torch.random.set_rng_state(state)
+                _set_generator_state(device, state)
                 start = clock()
                 fn()
                 spent.append(clock() - start)
             if time.perf_counter() - begin > budget:
                 break
     finally:
-        torch.random.set_rng_state(state)
+        _set_generator_state(device, state)
     pairs = list(zip(got[0], ref[0])) + \
         [(a, b) for s, r in zip(got[1], ref[1]) for a, b in zip(s, r)] + list(zip(got[2], ref[2]))
     return all(_close(a, b) for a, b in pairs), min(times[0]), min(times[1])
+
+
+def _synced_clock(device):
+    def clock():
+        torch.cuda.synchronize(device)
+        return time.perf_counter()
+    return clock
 
 
 def _close(a, b):

@@ -12,6 +12,20 @@ def seed(seed_state, ctx='all'):
         torch.cuda.manual_seed_all(int(seed_state))
 
 
+def _generator_state(device):
+    """The state of torch's generator for torch `device` (what seed() seeds)."""
+    if device.type == 'cuda':
+        return torch.cuda.get_rng_state(device)
+    return torch.get_rng_state()
+
+
+def _set_generator_state(device, state):
+    if device.type == 'cuda':
+        torch.cuda.set_rng_state(state, device)
+    else:
+        torch.set_rng_state(state)
+
+
 def __getattr__(name):
     from .ndarray import random as _nd_random
     return getattr(_nd_random, name)
