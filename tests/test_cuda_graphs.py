@@ -206,3 +206,20 @@ def test_capture_is_for_cuda_devices_and_can_be_turned_off(monkeypatch):
     assert cuda_graphs.enabled(torch.device('cuda', 0))
     monkeypatch.setenv('MXTORCH_CUDA_GRAPHS', '0')
     assert not cuda_graphs.enabled(torch.device('cuda', 0))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA device')
+@pytest.mark.parametrize('bn', [False, True])
+def test_on_a_gpu_captured_training_equals_uncaptured(monkeypatch, bn):
+    """The real capture (run where a GPU is): the same parameters as without CUDA graphs."""
+    monkeypatch.setattr(joint, 'KEEP_BELOW', float('inf'))
+    batches = _batches(8, batch=32)
+    mod, values, outputs = _train(_net(bn), batches, [mx.gpu(0)])
+    assert isinstance(mod._exec_group.execs[0]._joint, cuda_graphs.Captured)
+    monkeypatch.setenv('MXTORCH_CUDA_GRAPHS', '0')
+    mod, plain, plain_outputs = _train(_net(bn), batches, [mx.gpu(0)])
+    assert isinstance(mod._exec_group.execs[0]._joint, joint.Joint)
+    for k in values:
+        np.testing.assert_allclose(values[k], plain[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    for a, b in zip(outputs, plain_outputs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
