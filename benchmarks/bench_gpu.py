@@ -4,8 +4,9 @@ lengths 10/20/30, unrolled LSTMCells and FusedRNNCell) and ResNet-50 v1 inferenc
 32) on `mx.gpu(0)`, against the same networks in PyTorch on the GPU: eager, `torch.compile`
 (default mode and mode="reduce-overhead", which captures CUDA graphs) and, for the training
 steps, the eager step captured by hand as one CUDA graph (static inputs; forward, backward and
-SGD with momentum replayed), the issue's reference for a captured step. Interleaved rounds,
-medians; every timed call ends with torch.cuda.synchronize().
+SGD with momentum replayed), the issue's reference for a captured step; mxtorch's Module with
+and without its own capture (cuda_graphs.py: forward and backward replayed as CUDA graphs).
+Interleaved rounds, medians; every timed call ends with torch.cuda.synchronize().
 
     python benchmarks/bench_gpu.py [ROW ...]          rows: mlp lenet resnet20 lstm lstm_fused
                                                      resnet50_b1 resnet50_b32
@@ -13,6 +14,7 @@ medians; every timed call ends with torch.cuda.synchronize().
                                                      no capture; checks the script itself)
 """
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -203,9 +205,31 @@ def candidates(row, device):
              'mxtorch Module, MXTORCH_COMPILE=1': mxtorch_train(row, ctx, device, True)}
     found['torch.compile'] = torch_train(row, device, 'compile')
     if device.type == 'cuda':
+        found['mxtorch Module, MXTORCH_CUDA_GRAPHS=0'] = _uncaptured(
+            mxtorch_train(row, ctx, device))
         found['torch.compile reduce-overhead'] = torch_train(row, device, 'reduce-overhead')
         found['PyTorch, hand-captured CUDA graph'] = torch_train(row, device, 'captured')
     return found
+
+
+def _uncaptured(step, first_calls=10):
+    """`step` with CUDA-graph capture off while its executors decide (their first calls)."""
+    calls = [0]
+
+    def run():
+        if calls[0] >= first_calls:
+            return step()
+        calls[0] += 1
+        before = os.environ.get('MXTORCH_CUDA_GRAPHS')
+        os.environ['MXTORCH_CUDA_GRAPHS'] = '0'
+        try:
+            return step()
+        finally:
+            if before is None:
+                del os.environ['MXTORCH_CUDA_GRAPHS']
+            else:
+                os.environ['MXTORCH_CUDA_GRAPHS'] = before
+    return run
 
 
 def main(argv=()):
