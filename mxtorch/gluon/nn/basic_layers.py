@@ -9,8 +9,8 @@ from ..utils import _indent
 from .activations import Activation
 
 __all__ = ['Sequential', 'HybridSequential', 'Dense', 'Dropout', 'Embedding', 'BatchNorm',
-           'InstanceNorm', 'LayerNorm', 'GroupNorm', 'Flatten', 'Lambda', 'HybridLambda',
-           'Identity']
+           'BatchNormReLU', 'InstanceNorm', 'LayerNorm', 'GroupNorm', 'Flatten', 'Lambda',
+           'HybridLambda', 'Identity']
 
 
 def _sequential_repr(block):
@@ -129,18 +129,20 @@ class Dropout(HybridBlock):
         return '%s(p = %s, axes=%s)' % (self.__class__.__name__, self._rate, self._axes)
 
 
-class BatchNorm(HybridBlock):
-    """Batch normalisation over `axis` with learnt gamma/beta and running statistics
-    (running_mean/running_var, updated while training)."""
+class _BatchNorm(HybridBlock):
+    """What BatchNorm and BatchNormReLU share: gamma/beta over `axis`, running statistics
+    (running_mean/running_var, updated while training); with `fuse_relu` the graph node is
+    `_contrib_BatchNormWithReLU` (BatchNorm then relu), as MXNet's."""
 
     def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
-                 use_global_stats=False, beta_initializer='zeros', gamma_initializer='ones',
-                 running_mean_initializer='zeros', running_variance_initializer='ones',
-                 in_channels=0, **kwargs):
+                 use_global_stats=False, fuse_relu=False, beta_initializer='zeros',
+                 gamma_initializer='ones', running_mean_initializer='zeros',
+                 running_variance_initializer='ones', in_channels=0, **kwargs):
         super().__init__(**kwargs)
         self._kwargs = {'axis': axis, 'eps': epsilon, 'momentum': momentum,
                         'fix_gamma': not scale, 'use_global_stats': use_global_stats}
         self._axis = axis
+        self.fuse_relu = fuse_relu
         if in_channels != 0:
             self.in_channels = in_channels
         with self.name_scope():
@@ -165,14 +167,47 @@ class BatchNorm(HybridBlock):
         super().cast(dtype)
 
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
-        return F.BatchNorm(x, gamma, beta, running_mean, running_var, name='fwd',
-                           **self._kwargs)
+        batch_norm = F.contrib.BatchNormWithReLU if self.fuse_relu else F.BatchNorm
+        return batch_norm(x, gamma, beta, running_mean, running_var, name='fwd',
+                          **self._kwargs)
 
     def __repr__(self):
         in_channels = self.gamma.shape[0]
         content = ', '.join('%s=%r' % (k, v) for k, v in self._kwargs.items())
         return '%s(%s, in_channels=%s)' % (self.__class__.__name__, content,
                                            in_channels if in_channels else None)
+
+
+class BatchNorm(_BatchNorm):
+    """Batch normalisation over `axis` with learnt gamma/beta and running statistics
+    (running_mean/running_var, updated while training)."""
+
+    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
+                 use_global_stats=False, beta_initializer='zeros', gamma_initializer='ones',
+                 running_mean_initializer='zeros', running_variance_initializer='ones',
+                 in_channels=0, **kwargs):
+        super().__init__(axis=axis, momentum=momentum, epsilon=epsilon, center=center,
+                         scale=scale, use_global_stats=use_global_stats, fuse_relu=False,
+                         beta_initializer=beta_initializer, gamma_initializer=gamma_initializer,
+                         running_mean_initializer=running_mean_initializer,
+                         running_variance_initializer=running_variance_initializer,
+                         in_channels=in_channels, **kwargs)
+
+
+class BatchNormReLU(_BatchNorm):
+    """BatchNorm followed by relu, one `_contrib_BatchNormWithReLU` node (prefix
+    `batchnormrelu<N>_`, parameters gamma/beta/running_mean/running_var as BatchNorm's)."""
+
+    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
+                 use_global_stats=False, beta_initializer='zeros', gamma_initializer='ones',
+                 running_mean_initializer='zeros', running_variance_initializer='ones',
+                 in_channels=0, **kwargs):
+        super().__init__(axis=axis, momentum=momentum, epsilon=epsilon, center=center,
+                         scale=scale, use_global_stats=use_global_stats, fuse_relu=True,
+                         beta_initializer=beta_initializer, gamma_initializer=gamma_initializer,
+                         running_mean_initializer=running_mean_initializer,
+                         running_variance_initializer=running_variance_initializer,
+                         in_channels=in_channels, **kwargs)
 
 
 class Embedding(HybridBlock):
