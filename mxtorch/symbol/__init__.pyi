@@ -9,21 +9,29 @@ from .symbol import Symbol
 from .symbol import Group as Group
 from .symbol import Symbol as Symbol
 from .symbol import var as Variable
+from .symbol import arange as arange
 from . import contrib as contrib
+from .symbol import eye as eye
+from .symbol import full as full
 from . import graph as graph
+from .symbol import histogram as histogram
 from . import image as image
 from . import infer as infer
 from . import linalg as linalg
+from .symbol import linspace as linspace
 from .symbol import load as load
 from .symbol import load_json as load_json
+from .symbol import ones as ones
 from . import op as op
 from . import optimize as optimize
 from . import placement as placement
 from . import random as random
 from . import register as register
 from . import sparse as sparse
+from .symbol import split_v2 as split_v2
 from . import symbol as symbol
 from .symbol import var as var
+from .symbol import zeros as zeros
 
 
 def __getattr__(name: str) -> Any: ...

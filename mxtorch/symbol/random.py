@@ -30,6 +30,20 @@ def normal(loc=0, scale=1, shape=None, dtype=None, **kwargs):
     return _dispatch('normal', ('loc', 'scale'), (loc, scale), shape, dtype, kwargs)
 
 
+def randn(*shape, **kwargs):
+    """Normal draws of the given shape: randn(2, 3, loc=0, scale=1, dtype=...); loc and scale
+    numbers (-> _random_normal) or both Symbols (-> _sample_normal, one draw of `shape` each)."""
+    from .symbol import Symbol
+    loc = kwargs.pop('loc', 0)
+    scale = kwargs.pop('scale', 1)
+    dtype = kwargs.pop('dtype', None)
+    for name, value in (('loc', loc), ('scale', scale)):
+        if not isinstance(value, (int, float, Symbol)):
+            raise AssertionError('randn: %s must be an int, a float or a Symbol, got %s'
+                                 % (name, type(value).__name__))
+    return normal(loc, scale, shape=shape, dtype=dtype, **kwargs)
+
+
 def exponential(scale=1, shape=None, dtype=None, **kwargs):
     """Exponential draws of mean `scale` (the operators take the rate lam = 1/scale)."""
     return _dispatch('exponential', ('lam',), (1.0 / scale,), shape, dtype, kwargs)
