@@ -283,11 +283,15 @@ def test_image_folder_and_record_datasets(tmp_path):
 
 
 def test_legacy_imdecode_operator():
+    # MXNet's _imdecode kernel: (c, h, w) in the stored channel order (BGR), minus a (c, h, w)
+    # mean, the clip rectangle (x0, y0)-(x1, y1); grey when c == 1
     raw = (FIXTURES / 'image_ops' / 'a.png').read_bytes()
     rgb = mx.image.imdecode(raw).asnumpy()
     out = mx.nd._internal._imdecode(mx.nd.ones((3, 37, 53)), str_img=raw)
-    assert out.shape == (1, 3, 37, 53) and out.dtype == np.float32
-    np.testing.assert_array_equal(out.asnumpy()[0], rgb.transpose(2, 0, 1) - 1.0)
-    cut = mx.nd._internal._imdecode(mx.nd.ones((1,)), x0=2, y0=3, x1=10, y1=12, c=1,
+    assert out.shape == (3, 37, 53) and out.dtype == np.float32
+    np.testing.assert_array_equal(out.asnumpy(), rgb[:, :, ::-1].transpose(2, 0, 1) - 1.0)
+    cut = mx.nd._internal._imdecode(mx.nd.array(np.zeros(0)), x0=2, y0=3, x1=10, y1=12, c=1,
                                     str_img=raw)
-    assert cut.shape == (1, 1, 9, 8)
+    assert cut.shape == (1, 9, 8)
+    with pytest.raises(mx.MXNetError, match='mean must have'):
+        mx.nd._internal._imdecode(mx.nd.ones((1,)), str_img=raw)

@@ -928,3 +928,173 @@ def onehot_encode(indices, out):
         out._tensor.zero_()
         out._tensor.scatter_(1, indices._tensor.long().reshape(-1, 1), 1)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Element-wise helpers taking NDArrays or scalars on either side (mx.nd.maximum(x, 0), ...)
+# ---------------------------------------------------------------------------------------------
+def _ufunc(func_name, array_op, scalar_op, rscalar_op, python_fn):
+    from ..base import numeric_types
+
+    def helper(lhs, rhs):
+        if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
+            return invoke(array_op, [lhs, rhs])
+        if isinstance(lhs, NDArray) and isinstance(rhs, numeric_types):
+            return invoke(scalar_op, [lhs], scalar=float(rhs))
+        if isinstance(lhs, numeric_types) and isinstance(rhs, NDArray):
+            return invoke(rscalar_op, [rhs], scalar=float(lhs))
+        if isinstance(lhs, numeric_types) and isinstance(rhs, numeric_types):
+            return python_fn(lhs, rhs)
+        raise TypeError('%s: type %s and %s not supported (NDArray or scalar expected)'
+                        % (func_name, type(lhs).__name__, type(rhs).__name__))
+    helper.__name__ = helper.__qualname__ = func_name
+    helper.__doc__ = ('Element-wise %s of two NDArrays (broadcasting) or of an NDArray and a '
+                      'scalar.' % func_name)
+    return helper
+
+
+def _install_ufuncs():
+    import builtins
+    import operator
+    table = (
+        ('add', 'broadcast_add', '_plus_scalar', '_plus_scalar', operator.add),
+        ('subtract', 'broadcast_sub', '_minus_scalar', '_rminus_scalar', operator.sub),
+        ('multiply', 'broadcast_mul', '_mul_scalar', '_mul_scalar', operator.mul),
+        ('divide', 'broadcast_div', '_div_scalar', '_rdiv_scalar', operator.truediv),
+        ('true_divide', 'broadcast_div', '_div_scalar', '_rdiv_scalar', operator.truediv),
+        ('modulo', 'broadcast_mod', '_mod_scalar', '_rmod_scalar', operator.mod),
+        ('power', 'broadcast_power', '_power_scalar', '_rpower_scalar', operator.pow),
+        ('maximum', 'broadcast_maximum', '_maximum_scalar', '_maximum_scalar', builtins.max),
+        ('minimum', 'broadcast_minimum', '_minimum_scalar', '_minimum_scalar', builtins.min),
+        ('equal', 'broadcast_equal', '_equal_scalar', '_equal_scalar',
+         lambda x, y: 1 if x == y else 0),
+        ('not_equal', 'broadcast_not_equal', '_not_equal_scalar', '_not_equal_scalar',
+         lambda x, y: 1 if x != y else 0),
+        ('greater', 'broadcast_greater', '_greater_scalar', '_lesser_scalar',
+         lambda x, y: 1 if x > y else 0),
+        ('greater_equal', 'broadcast_greater_equal', '_greater_equal_scalar',
+         '_lesser_equal_scalar', lambda x, y: 1 if x >= y else 0),
+        ('lesser', 'broadcast_lesser', '_lesser_scalar', '_greater_scalar',
+         lambda x, y: 1 if x < y else 0),
+        ('lesser_equal', 'broadcast_lesser_equal', '_lesser_equal_scalar',
+         '_greater_equal_scalar', lambda x, y: 1 if x <= y else 0),
+        ('logical_and', 'broadcast_logical_and', '_logical_and_scalar', '_logical_and_scalar',
+         lambda x, y: 1 if x and y else 0),
+        ('logical_or', 'broadcast_logical_or', '_logical_or_scalar', '_logical_or_scalar',
+         lambda x, y: 1 if x or y else 0),
+        ('logical_xor', 'broadcast_logical_xor', '_logical_xor_scalar', '_logical_xor_scalar',
+         lambda x, y: 1 if bool(x) != bool(y) else 0),
+    )
+    for name, array_op, scalar_op, rscalar_op, python_fn in table:
+        if name not in globals():
+            globals()[name] = _ufunc(name, array_op, scalar_op, rscalar_op, python_fn)
+
+
+_install_ufuncs()
+
+
+# ---------------------------------------------------------------------------------------------
+# Creation and splitting helpers with MXNet's Python signatures
+# ---------------------------------------------------------------------------------------------
+def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
+    """An N x M array (M = N when 0) with ones on diagonal k."""
+    return invoke('_eye', [], ctx=ctx, N=N, M=M, k=k, dtype=dtype or 'float32')
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype='float32'):
+    """`num` evenly spaced values from start to stop (stop included when endpoint)."""
+    return invoke('_linspace', [], ctx=ctx, start=start, stop=stop, num=num, endpoint=endpoint,
+                  dtype=dtype or 'float32')
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Split `ary` along `axis` into equal sections (an int) or at the given indices."""
+    from ..symbol.symbol import _split_v2_params
+    if isinstance(indices_or_sections, int) and (
+            indices_or_sections <= 0 or ary.shape[axis] % indices_or_sections):
+        raise ValueError('split_v2: array split does not result in an equal division: axis %d '
+                         'of size %d into %d sections'
+                         % (axis, ary.shape[axis], indices_or_sections))
+    return invoke('_split_v2', [ary], axis=axis, squeeze_axis=squeeze_axis,
+                  **_split_v2_params(indices_or_sections))
+
+
+NDArray.split_v2 = lambda self, *args, **kwargs: split_v2(self, *args, **kwargs)
+
+
+def histogram(a, bins=10, range=None):
+    """(counts, bin edges) of a's values: `bins` equal bins over `range` (an int; without a
+    range, over a's min..max), or the bins whose edges the NDArray `bins` holds."""
+    if isinstance(bins, NDArray):
+        return invoke('_histogram', [a, bins])
+    if isinstance(bins, int) and not isinstance(bins, bool):
+        if range is None:
+            import warnings
+            warnings.warn("range is not specified, using numpy's result to ensure consistency "
+                          "with numpy")
+            import numpy
+            counts, edges = numpy.histogram(a.asnumpy(), bins=bins)
+            return array(counts, ctx=a.context), array(edges, ctx=a.context)
+        return invoke('_histogram', [a], bin_cnt=bins, range=range)
+    raise ValueError('histogram: bins must be an integer or an NDArray, got %s'
+                     % type(bins).__name__)
+
+
+# ---------------------------------------------------------------------------------------------
+# MXNet's dtype and grad_req code tables (its ctypes interface's; kept for scripts importing them)
+# ---------------------------------------------------------------------------------------------
+_DTYPE_NP_TO_MX = {None: -1, np.float32: 0, np.float64: 1, np.float16: 2, np.uint8: 3,
+                   np.int32: 4, np.int8: 5, np.int64: 6, np.bool_: 7,
+                   np.dtype([('bfloat16', np.uint16)]): 12}
+_DTYPE_MX_TO_NP = {code: dtype for dtype, code in _DTYPE_NP_TO_MX.items()}
+_GRAD_REQ_MAP = {'null': 0, 'write': 1, 'add': 3}
+
+
+def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mean=None):
+    """DEPRECATED (use mx.image.imdecode): decode the encoded image `str_img` (bytes) with
+    OpenCV as stored (BGR channel order; grey when channels is 1), keep the rectangle
+    clip_rect = (x0, y0, x1, y1) unless y1 == y0, and return its first `channels` channels as a
+    (channels, h, w) float32 array (mean's dtype when given), minus `mean` (a (channels, h, w)
+    NDArray) when given. With `out`, the image is written into it (a (c, h, w) array, or slice
+    `index` of an (n, c, h, w) one) and `out` is returned.
+
+    (MXNet 1.9.1's own Python 3 binding cannot pass the bytes to its kernel and fails on every
+    image; this runs what that kernel does.)"""
+    if isinstance(str_img, str):
+        str_img = str_img.encode('utf-8')
+    if not isinstance(str_img, (bytes, bytearray, memoryview)):
+        raise TypeError('imdecode: str_img must be the encoded image as bytes, got %s'
+                        % type(str_img).__name__)
+    str_img = bytes(str_img)
+    rect = tuple(clip_rect)
+    if len(rect) != 4 or not all(isinstance(v, integer_types) and v >= 0 for v in rect):
+        raise MXNetError('imdecode: clip_rect must be 4 non-negative ints (x0, y0, x1, y1), '
+                         'got %r' % (clip_rect,))
+    if mean is None:
+        mean = _wrap(torch.empty(0), Context('cpu', 0))        # MXNet's "no mean"
+    elif not isinstance(mean, NDArray) or mean.ndim != 3:
+        raise MXNetError('imdecode: mean must be a (channels, h, w) NDArray, got %s'
+                         % (('an NDArray of shape %s' % (mean.shape,))
+                            if isinstance(mean, NDArray) else type(mean).__name__))
+    result = invoke('_imdecode', [mean], index=index, x0=rect[0], y0=rect[1], x1=rect[2],
+                    y1=rect[3], c=channels, size=len(str_img), str_img=str_img)
+    if out is None:
+        return result
+    if not isinstance(out, NDArray) or out.ndim not in (3, 4):
+        raise MXNetError('imdecode: out must be a (c, h, w) or (n, c, h, w) NDArray, got %s'
+                         % (('shape %s' % (out.shape,)) if isinstance(out, NDArray)
+                            else type(out).__name__))
+    if out.ndim == 4 and not 0 <= index < out.shape[0]:
+        raise MXNetError('imdecode: index %r is out of range for out of shape %s'
+                         % (index, out.shape))
+    target = out if out.ndim == 3 else out[index]
+    if target.shape != result.shape:
+        raise MXNetError('imdecode: the decoded image is (c, h, w) = %s, but out%s has shape '
+                         '%s' % (result.shape, '' if out.ndim == 3 else '[%d]' % index,
+                                 target.shape))
+    if mean.size and np.dtype(mean.dtype) != np.dtype(out.dtype):
+        raise MXNetError('imdecode: mean (%s) and out (%s) must have the same dtype'
+                         % (np.dtype(mean.dtype).name, np.dtype(out.dtype).name))
+    with torch.no_grad():
+        target._tensor.copy_(result._tensor)
+    return out

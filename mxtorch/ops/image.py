@@ -430,22 +430,43 @@ register(OpDef('_cvcopyMakeBorder', _copy_make_border, inputs=('src',), differen
 
 
 def _legacy_imdecode(p, mean):
-    """MXNet's deprecated `_imdecode` (mx.nd.imdecode): the encoded image in the string
-    attribute str_img, decoded to (1, c, h, w) float32 (c=1: grey, else RGB), cut to the
-    rectangle (x0, y0)-(x1, y1) when x1 > x0 and y1 > y0, minus `mean` when it has that shape."""
+    """MXNet's deprecated `_imdecode` kernel (mx.nd.imdecode): the encoded image in the string
+    attribute str_img (its first `size` bytes when size > 0), decoded by OpenCV as stored
+    (IMREAD_UNCHANGED: BGR order, alpha kept; grey when c == 1), cut to the rectangle
+    (x0, y0)-(x1, y1) unless y1 == y0, its first c channels as a (c, h, w) array of mean's
+    dtype, minus `mean` (a (c, h, w) array; an empty one: no mean). As the kernel, pixels are
+    read a byte per channel value (a 16-bit image's bytes, as they lie)."""
     import ast
     text = p.str_img
-    raw = ast.literal_eval(text) if text[:2] in ("b'", 'b"') else text.encode('latin-1')
-    img = decode_bytes(raw[:p.size] if p.size > 0 else raw, 0 if p.c == 1 else 1, True)
-    if p.x1 > p.x0 and p.y1 > p.y0:
-        img = img[p.y0:p.y1, p.x0:p.x1]
-    out = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1))).to(torch.float32)
-    if mean.numel() and tuple(mean.shape) == tuple(out.shape):
-        out = out - mean.to('cpu', torch.float32)
-    return out.unsqueeze(0).to(mean.device)
+    raw = ast.literal_eval(text) if text[:2] in ("b'", 'b"') else text.encode('utf-8')
+    raw = raw[:p.size] if p.size > 0 else raw
+    require(len(raw) > 0, '_imdecode: the image buffer str_img is empty')
+    img = cv2().imdecode(np.frombuffer(raw, dtype=np.uint8), 0 if p.c == 1 else -1)
+    require(img is not None, '_imdecode: OpenCV failed to decode image (str_img is not an '
+            'encoded image OpenCV can read)')
+    img = img.reshape(img.shape[0], img.shape[1], -1)
+    rows, cols, nch = img.shape
+    require(1 <= p.c <= nch, '_imdecode: c=%s channels asked for, but the image has %d',
+            p.c, nch)
+    x0, y0, x1, y1 = p.x0, p.y0, p.x1, p.y1
+    if y1 == y0:
+        x0, x1, y0, y1 = 0, cols, 0, rows
+    require(0 <= x0 <= x1 <= cols and 0 <= y0 < y1 <= rows, '_imdecode: clip rectangle '
+            '(x0, y0, x1, y1) = (%d, %d, %d, %d) is not inside the %dx%d image',
+            p.x0, p.y0, p.x1, p.y1, cols, rows)
+    row_bytes = np.ascontiguousarray(img).view(np.uint8).reshape(rows, -1)
+    columns = np.arange(x0, x1)[:, None] * nch + np.arange(p.c)[None, :]
+    pixels = row_bytes[y0:y1][:, columns].transpose(2, 0, 1)         # (c, h, w)
+    out = torch.from_numpy(np.ascontiguousarray(pixels)).to(mean.device, mean.dtype)
+    if mean.numel():
+        require(tuple(mean.shape) == tuple(out.shape), '_imdecode: mean must have the decoded '
+                'image\'s shape (c, h, w) = %s, got %s', tuple(out.shape), tuple(mean.shape))
+        out = out - mean
+    return out
 
 
 register(OpDef('_imdecode', _legacy_imdecode, inputs=('mean',), differentiable=False,
                params={'index': Int(0), 'x0': Int(0), 'y0': Int(0), 'x1': Int(0), 'y1': Int(0),
                        'c': Int(3), 'size': Int(0), 'str_img': Str('')},
-               infer_type=lambda p, ins, outs: (ins, [np.dtype('float32')])))
+               infer_type=lambda p, ins, outs: (ins, [ins[0] if ins[0] is not None
+                                                      else np.dtype('float32')])))
