@@ -44,6 +44,7 @@ from . import test_utils
 from . import operator  # noqa: A004  (mx.operator: Python custom operators)
 from . import random as rnd
 from . import contrib, engine, log, profiler, registry, runtime, util
+from . import error, libinfo, notebook
 from .util import is_np_shape, set_np_shape, np_shape, use_np_shape
 from .util import is_np_array, np_array, use_np_array, use_np, set_np, reset_np
 from . import numpy, numpy_extension

@@ -11,6 +11,25 @@ class MXNetError(RuntimeError):
     """The error MXNet raises for a user mistake detected by the framework."""
 
 
+error_types = {}     # error name -> class, filled by register_error (mx.error)
+
+
+def register_error(func_name=None, cls=None):
+    """Register an error class under a name (its own by default) in `error_types`, the table
+    from which MXNet's C-API error handler picks the class of a "Name: message" error (mxtorch
+    raises its errors in Python; the table is kept for code that reads or extends it). As a
+    decorator (`@register_error`, `@register_error('Name')`) or called
+    (`register_error('Name', cls)`); returns the class."""
+    if callable(func_name):
+        cls, func_name = func_name, func_name.__name__
+
+    def register(mycls):
+        error_types[func_name if isinstance(func_name, str) else mycls.__name__] = mycls
+        return mycls
+    return register if cls is None else register(cls)
+
+
+@register_error
 class NotImplementedForSymbol(MXNetError):
     """Raised for NDArray-only operations attempted on a Symbol."""
 
@@ -103,7 +122,6 @@ def check_call(ret):
 integer_types = (int, np.integer)
 numeric_types = (float, int, np.generic)
 string_types = (str,)
-error_types = {}
 py_str = lambda x: x.decode('utf-8') if isinstance(x, bytes) else x  # noqa: E731
 mx_real_t = np.float32
 mx_uint = ctypes.c_uint

@@ -187,3 +187,79 @@ def set_np(shape=True, array=True):
 def reset_np():
     """Switch NumPy-shape and NumPy-array semantics off."""
     set_np(shape=False, array=False)
+
+
+def set_module(module):
+    """Decorator: set the decorated function's or class's `__module__` to `module` (kept when
+    None), as MXNet marks its public functions (`@set_module('mxnet.numpy')`)."""
+    def decorator(func):
+        if module is not None:
+            func.__module__ = module
+        return func
+    return decorator
+
+
+# NumPy's ufunc keyword arguments and their defaults: the only values MXNet's ufuncs accept
+_np_ufunc_default_kwargs = {'where': True, 'casting': 'same_kind', 'order': 'K', 'dtype': None,
+                            'subok': True}
+
+
+def np_ufunc_legal_option(key, value):
+    """Whether `key=value` is a legal NumPy ufunc option (one MXNet's ufuncs may not implement):
+    where anything, casting one of NumPy's rules, order a string, dtype one of MXNet's eight
+    basic types (name or NumPy type), subok a bool."""
+    if key == 'where':
+        return True
+    if key == 'casting':
+        return value in ('no', 'equiv', 'safe', 'same_kind', 'unsafe')
+    if key == 'order':
+        return isinstance(value, str)
+    if key == 'dtype':
+        import numpy as _np
+        # a set, as MXNet's: membership by hash (a np.dtype instance is not among them)
+        legal = {_np.int8, _np.uint8, _np.int32, _np.int64, _np.float16, _np.float32,
+                 _np.float64, 'int8', 'uint8', 'int32', 'int64', 'float16', 'float32',
+                 'float64'}
+        return value in legal
+    if key == 'subok':
+        return isinstance(value, bool)
+    return False
+
+
+def _check_ufunc_kwargs(func, kwargs, binary):
+    """MXNet's errors for ufunc keyword arguments: TypeError for a key that is not a ufunc
+    option or a value not understood, NotImplementedError for a legal non-default value."""
+    for key, value in kwargs.items():
+        if key not in _np_ufunc_default_kwargs:
+            raise TypeError("{} is an invalid keyword to function '{}'".format(key, func.__name__))
+        if value != _np_ufunc_default_kwargs[key]:
+            if np_ufunc_legal_option(key, value):
+                if binary:
+                    raise NotImplementedError('{}={} is not implemented yet'.format(key, value))
+                raise NotImplementedError('{}={} is not implemented yet for operator {}'
+                                          .format(key, value, func.__name__))
+            if binary:
+                raise TypeError('{} {} not understood'.format(key, value))
+            raise TypeError('{}={} not understood for operator {}'
+                            .format(key, value, func.__name__))
+
+
+def wrap_np_unary_func(func):
+    """Decorator for a NumPy-style unary function `func(x, out=None)`: NumPy's ufunc keywords
+    are accepted at their defaults; other values raise MXNet's errors (see
+    _check_ufunc_kwargs)."""
+    @functools.wraps(func)
+    def _wrap_np_unary_func(x, out=None, **kwargs):
+        _check_ufunc_kwargs(func, kwargs, binary=False)
+        return func(x, out=out)
+    return _wrap_np_unary_func
+
+
+def wrap_np_binary_func(func):
+    """Decorator for a NumPy-style binary function `func(x1, x2, out=None)`, as
+    wrap_np_unary_func."""
+    @functools.wraps(func)
+    def _wrap_np_binary_func(x1, x2, out=None, **kwargs):
+        _check_ufunc_kwargs(func, kwargs, binary=True)
+        return func(x1, x2, out=out)
+    return _wrap_np_binary_func
