@@ -43,6 +43,18 @@ _custom = threading.local()   # .name: the custom operator whose Python code run
 _labels = {}              # record_function label -> (category, name, phase, args)
 
 
+# the kvstore whose server processes MXNet's profiler would drive (profile_process='server');
+# mxtorch's distributed kvstore has no servers, so it is only kept
+profiler_kvstore_handle = None
+
+
+def set_kvstore_handle(handle):
+    """Keep `handle` (a kvstore's) as the one server-side profiling would go through, as
+    MXNet's kvstore creation does; profile_process='server' itself is refused (no servers)."""
+    global profiler_kvstore_handle
+    profiler_kvstore_handle = handle
+
+
 def _check_process(profile_process):
     if profile_process not in ('worker', 'server'):
         raise MXNetError("profile_process must be 'worker' or 'server', got %r"

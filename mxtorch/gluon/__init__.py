@@ -1,6 +1,7 @@
 """mx.gluon: the imperative/hybrid neural network API (Block, HybridBlock, Parameter,
 Trainer, losses, layers, data loading) on mxtorch's NDArray, autograd, Symbol and Executor."""
-from .parameter import Parameter, Constant, ParameterDict, DeferredInitializationError
+from .parameter import (Parameter, Constant, ParameterDict, DeferredInitializationError,
+                        tensor_types)
 from .block import Block, HybridBlock, SymbolBlock
 from . import nn
 from . import rnn

@@ -18,6 +18,8 @@ from ..ndarray.ndarray import NDArray
 from ..util import is_np_array
 from .utils import _indent, _brief_print_list, shape_is_known
 
+tensor_types = (symbol.Symbol, ndarray.NDArray)     # what a Parameter's value may be
+
 
 class DeferredInitializationError(MXNetError):
     """The Parameter's initialisation waits for the first forward pass to give its shape."""

@@ -327,3 +327,22 @@ class PrefetchingIter(DataIter):
 
     def getpad(self):
         return self.current_batch.pad
+
+
+# MXNet's io.py also defines NDArrayIter and MXDataIter and puts its C++ iterators in this
+# module; here they live in modules of their own (which import this one), found on first use
+_ITERATORS = {'NDArrayIter': 'ndarray_iter', 'MXDataIter': 'native', 'CSVIter': 'csv_iter',
+              'MNISTIter': 'mnist_iter', 'LibSVMIter': 'libsvm_iter',
+              'ImageRecordIter': 'image_record_iter', 'ImageRecordIter_v1': 'image_record_iter',
+              'ImageRecordUInt8Iter': 'image_record_iter',
+              'ImageRecordUInt8Iter_v1': 'image_record_iter',
+              'ImageRecordInt8Iter': 'image_record_iter',
+              'ImageDetRecordIter': 'image_det_record_iter'}
+
+
+def __getattr__(name):
+    if name in _ITERATORS:
+        import importlib
+        module = importlib.import_module('.' + _ITERATORS[name], __package__)
+        return getattr(module, name)
+    raise AttributeError('module %r has no attribute %r' % (__name__, name))

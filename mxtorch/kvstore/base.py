@@ -107,3 +107,25 @@ class TestStore(KVStoreBase):
     @property
     def num_workers(self):
         return 1
+
+
+def create(name='local'):
+    """A store by type: a class registered with `KVStoreBase.register` (by its lower-cased
+    name) first; else 'local', 'device' (any name containing it) or another local-like name;
+    'dist_sync', 'dist_device_sync', 'dist_async' (any name containing 'dist') and 'horovod' give
+    a DistKVStore, which needs a launched job (`mxtorch launch`, torchrun or DMLC_* variables).
+    """
+    if not isinstance(name, str):
+        raise TypeError('name must be a string, got %s' % type(name).__name__)
+    name = name.lower()
+    if name in KVStoreBase.kv_registry:
+        return KVStoreBase.kv_registry[name]()
+    if 'dist' in name or name == 'horovod':
+        from .dist import DistKVStore
+        return DistKVStore(name)
+    if name == 'byteps':
+        from ..base import MXNetError
+        raise MXNetError("kvstore type 'byteps' is not provided; use 'dist_sync', which "
+                         'all-reduces over torch.distributed')
+    from .kvstore import KVStore
+    return KVStore(name)

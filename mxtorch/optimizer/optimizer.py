@@ -29,12 +29,13 @@ import torch
 
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, from_torch, zeros
+from ..ndarray import abs as NDabs  # noqa: F401  (MXNet's name for mx.nd.abs here)
 from ..ops import optimizer_rules as rules
 from . import serialization
 
 __all__ = ['Optimizer', 'register', 'create', 'SGD', 'ccSGD', 'LBSGD', 'NAG', 'Signum', 'FTML',
            'LARS', 'LAMB', 'DCASGD', 'SGLD', 'Adam', 'AdaGrad', 'RMSProp', 'AdaDelta', 'Ftrl', 'Adamax',
-           'Nadam', 'Test', 'Updater', 'get_updater']
+           'Nadam', 'Test', 'Updater', 'get_updater', 'NDabs']
 
 
 def _aggregation_size(default):

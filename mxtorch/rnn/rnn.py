@@ -1,7 +1,7 @@
 """Checkpoints of models built from RNN cells: saved with every cell's weights unpacked into
 per-gate arrays (so fused and unfused cells can load each other's files), packed on load."""
 from ..model import load_checkpoint, save_checkpoint
-from .rnn_cell import BaseRNNCell
+from .rnn_cell import BaseRNNCell, rnn_unroll  # noqa: F401  (MXNet defines rnn_unroll here)
 
 
 def _as_list(cells):
