@@ -55,6 +55,7 @@ ADDED = {
     'optimizer.optimizer': ['NDabs'], 'optimizer': ['NDabs'],
     'gluon.parameter': ['tensor_types'], 'gluon': ['tensor_types'],
     'gluon.contrib.data._constants': ['EOS_TOKEN'],
+    'contrib.onnx': ['import_to_gluon'],
 }
 
 

@@ -100,6 +100,23 @@ def test_import_model_round_trip(exported, case):
                                mxtorch_forward(sym, arg, aux, x), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize('case', sorted(CASES))
+def test_import_to_gluon(exported, case):
+    # MXNet's mx.contrib.onnx.import_to_gluon: a SymbolBlock over the graph's data inputs,
+    # the initializers as its parameters
+    import mxtorch.contrib.onnx as mxonnx
+    sym, arg, aux, path = exported[case]
+    net = mxonnx.import_to_gluon(path, mx.cpu())
+    assert isinstance(net, mx.gluon.SymbolBlock)
+    params = net.collect_params()
+    assert set(params) == set(arg) | set(aux)
+    for name, value in dict(arg, **aux).items():
+        np.testing.assert_array_equal(params[name].data().asnumpy(), value.asnumpy())
+    x = np.random.RandomState(3).uniform(-1, 1, (2,) + CASES[case][1][1:]).astype(np.float32)
+    np.testing.assert_allclose(net(mx.nd.array(x)).asnumpy(),
+                               mxtorch_forward(sym, arg, aux, x), rtol=1e-5, atol=1e-6)
+
+
 def test_get_model_metadata(exported):
     import mxtorch.contrib.onnx as mxonnx
     meta = mxonnx.get_model_metadata(exported['lenet'][3])
