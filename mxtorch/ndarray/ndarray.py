@@ -1058,8 +1058,8 @@ def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mea
     NDArray) when given. With `out`, the image is written into it (a (c, h, w) array, or slice
     `index` of an (n, c, h, w) one) and `out` is returned.
 
-    (MXNet 1.9.1's own Python 3 binding cannot pass the bytes to its kernel and fails on every
-    image; this runs what that kernel does.)"""
+    (MXNet 1.9.1's own Python 3 binding hands its kernel the text of the bytes' repr, not the
+    image, and fails on every call; this runs what that kernel does.)"""
     if isinstance(str_img, str):
         str_img = str_img.encode('utf-8')
     if not isinstance(str_img, (bytes, bytearray, memoryview)):
