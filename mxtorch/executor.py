@@ -37,7 +37,7 @@ from .symbol.graph import topo_order
 from .symbol.infer import complete_zero_size_shapes, infer_graph_shapes, infer_graph_types
 from .symbol import optimize
 from .random import _generator_state, _set_generator_state
-from .plan import Plan
+from .plan import Plan, channels_last_enabled
 from .executor_sparse import StorageTypes
 from .symbol.placement import place_nodes
 from .util import is_np_shape
@@ -114,10 +114,13 @@ class Executor:
             self._plan = self._storage.plan
         self._draws_random = any(step.op.random for step in self._plan.steps)
         device = ctx.torch_device
-        forward_train, self._ns_train = self._plan.compile(True, device)
-        forward_infer, self._ns_infer = self._plan.compile(False, device)
         int_grads = self._storage is None and _integer_gradients(
             self._plan, arg_arrays, grad_reqs, self._grad_list)
+        # training on the CPU: 2-D convolutions on channels-last activations (plan.py)
+        channels_last = device.type == 'cpu' and self._storage is None and not int_grads \
+            and not devices and channels_last_enabled()
+        forward_train, self._ns_train = self._plan.compile(True, device, channels_last)
+        forward_infer, self._ns_infer = self._plan.compile(False, device)
         if int_grads:                  # integer values on a gradient path (int_grad.py)
             int_grad.wrap_plan_steps(self._ns_train, self._plan.steps)
             int_grad.wrap_plan_steps(self._ns_infer, self._plan.steps)

@@ -231,6 +231,7 @@ _CONVOLUTION = OpDef('Convolution', _convolution,
                      inputs=_conv_inputs, infer_shape=_convolution_shape)
 _CONVOLUTION.conv_geometry = _conv_fusable_geometry
 _CONVOLUTION.fresh_output = True
+_CONVOLUTION.keeps_layout = lambda p: p.layout not in _CHANNEL_LAST
 register(_CONVOLUTION)
 
 
@@ -447,7 +448,9 @@ def _max_pool2d_channels_last(x, kernel, stride, pad=0, ceil_mode=False):
 def _max_pool(p, x, w):
     """Max over windows; padding and cells past it act as the dtype's lowest value."""
     pool = _MAX_POOL[len(w.kernel)]
-    if len(w.kernel) == 2 and _channels_last_pays(x):
+    # (channels-last data, a training plan's, is pooled by that kernel as it lies)
+    if len(w.kernel) == 2 and _channels_last_pays(x) and \
+            not x.is_contiguous(memory_format=torch.channels_last):
         pool = _max_pool2d_channels_last
     if w.torch_alike:
         return pool(x, w.kernel, w.stride, w.pad, ceil_mode=p.pooling_convention != 'valid')
@@ -544,7 +547,7 @@ register(OpDef('Pooling', _pooling,
                        'count_include_pad': Bool(None),
                        'layout': Enum(_CONV_LAYOUTS + ('NWC',), None)},
                outputs=_pooling_outputs, visible_outputs=1, infer_shape=_pooling_shape,
-               infer_type=_int32_index_type))
+               infer_type=_int32_index_type)).keeps_layout = lambda p: p.layout not in _CHANNEL_LAST
 
 
 # ---------------------------------------------------------------------------------------------

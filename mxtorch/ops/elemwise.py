@@ -65,6 +65,12 @@ def _check_shapes(name, lhs, rhs, broadcast):
                         tuple(lhs.shape), tuple(rhs.shape)))
 
 
+def _keeps_layout(p):
+    """keeps_layout of element-wise operators of same-shape inputs: torch's kernels give
+    channels-last inputs a channels-last output, the values being per element."""
+    return True
+
+
 def _binary_forward(kind, name):
     fn, cast = _BINARY[kind]
     broadcast = name.startswith('broadcast_')
@@ -122,6 +128,7 @@ for _ew, _ew_alias, _bc, _bc_alias, _kind in _BINARY_OPS:
     _op.backward_node = _kind != 'add'     # elemwise_add's gradient is MXNet's CloneGradient
     _op.sum_of_two = _op.fresh_output = _kind == 'add'
     _op.integer_gradient = _kind != 'mod'        # MXNet's integer modulo has zero gradients
+    _op.keeps_layout = _keeps_layout
     _op = register(OpDef(_bc, _binary_forward(_kind, _bc), inputs=('lhs', 'rhs'),
                          infer_shape=_broadcast_shape, aliases=_bc_alias))
     _op.fresh_output, _op.integer_gradient = _kind == 'add', _kind != 'mod'
@@ -136,7 +143,7 @@ def _add_n(p, *args):
 
 
 register(OpDef('add_n', _add_n, params={'num_args': Int()}, variadic='num_args',
-               infer_shape=same_shape, aliases=('ElementWiseSum',)))
+               infer_shape=same_shape, aliases=('ElementWiseSum',))).keeps_layout = _keeps_layout
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,7 +336,8 @@ def _unary_forward(name, fn):
 
 
 for _name, _fn in _UNARY.items():
-    register(OpDef(_name, _unary_forward(_name, _fn), infer_shape=same_shape))
+    register(OpDef(_name, _unary_forward(_name, _fn), infer_shape=same_shape)) \
+        .keeps_layout = _keeps_layout
 get_op('relu').pointwise_act = lambda p: ('relu', [])
 
 

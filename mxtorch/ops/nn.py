@@ -72,9 +72,12 @@ def _activation_act(p):
     return ('relu', []) if p.act_type == 'relu' else None
 
 
-register(OpDef('Activation', _activation,
-               params={'act_type': Enum(('relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'))},
-               infer_shape=same_shape)).pointwise_act = _activation_act
+_ACTIVATION = register(OpDef('Activation', _activation,
+                             params={'act_type': Enum(('relu', 'sigmoid', 'softrelu', 'softsign',
+                                                       'tanh'))},
+                             infer_shape=same_shape))
+_ACTIVATION.pointwise_act = _activation_act
+_ACTIVATION.keeps_layout = lambda p: True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,14 +89,82 @@ def fixed_gamma(gamma):
     return gamma.mul(0).add_(1) if gamma.requires_grad else torch.ones_like(gamma)
 
 
+def _channels_last(x):
+    """Whether x is 4-D data laid out channels-last (torch.channels_last), and only that."""
+    return x.dim() == 4 and not x.is_contiguous() and \
+        x.is_contiguous(memory_format=torch.channels_last)
+
+
+class _ChannelsLastBatchNorm(torch.autograd.Function):
+    """Training BatchNorm of channels-last 4-D data over its (N*H*W, C) rows, a view, with the
+    batch statistics as exact as the channel-first kernel's: the mean, then the mean square of
+    the centred rows (torch's channels-last kernel accumulates the sums row after row, its
+    variance ~1e-4 relative off on 32K post-ReLU values a channel, the channel-first one 1e-7).
+    The backward sums over the rows alike. Outputs (out, mean, inv_std), out channels-last."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):  # pylint: disable=arguments-differ
+        n, c, h, w = x.shape
+        rows = x.permute(0, 2, 3, 1).reshape(-1, c)
+        mean = rows.mean(0)
+        centered = rows - mean
+        inv_std = torch.rsqrt(centered.square().mean(0).add_(eps))
+        scale = weight * inv_std
+        out = torch.addcmul(bias, centered, scale)
+        ctx.save_for_backward(x, weight, bias, centered, inv_std, scale)
+        ctx.eps = eps
+        ctx.mark_non_differentiable(mean, inv_std)
+        return out.view(n, h, w, c).permute(0, 3, 1, 2), mean, inv_std
+
+    @staticmethod
+    def backward(ctx, grad, _mean, _inv_std):  # pylint: disable=arguments-differ
+        x, weight, bias, centered, inv_std, scale = ctx.saved_tensors
+        if torch.is_grad_enabled():       # create_graph: the composite form, differentiable
+            with torch.enable_grad():
+                out = _batch_norm_composite(x, weight, bias, ctx.eps)
+                wanted = [t for t, need in zip((x, weight, bias), ctx.needs_input_grad) if need]
+                found = iter(torch.autograd.grad(out, wanted, grad, create_graph=True))
+            return tuple(next(found) if need else None
+                         for need in ctx.needs_input_grad[:3]) + (None,)
+        n, c, h, w = x.shape
+        rows = grad.contiguous(memory_format=torch.channels_last).permute(0, 2, 3, 1) \
+            .reshape(-1, c)
+        grad_bias = rows.sum(0)
+        dot = (rows * centered).sum(0)                        # sum of grad * (x - mean)
+        grad_x = None
+        if ctx.needs_input_grad[0]:
+            # scale * (grad - mean(grad) - (x - mean) * inv_std^2 * mean(grad * (x - mean)))
+            m = rows.shape[0]
+            grad_x = torch.addcmul(grad_bias * scale / -m, rows, scale)
+            grad_x.addcmul_(centered, scale * inv_std * inv_std * dot / -m)
+            grad_x = grad_x.view(n, h, w, c).permute(0, 3, 1, 2)
+        return grad_x, dot * inv_std, grad_bias, None
+
+
+def _batch_norm_composite(x, weight, bias, eps):
+    """Training BatchNorm of 4-D x in differentiable torch operations (twice-differentiable
+    gradients of the channels-last kernel)."""
+    mean = x.mean((0, 2, 3), keepdim=True)
+    centered = x - mean
+    inv_std = torch.rsqrt(centered.square().mean((0, 2, 3), keepdim=True) + eps)
+    return centered * inv_std * weight.view(1, -1, 1, 1) + bias.view(1, -1, 1, 1)
+
+
 def _batch_norm(p, data, gamma, beta, moving_mean, moving_var, *, train):
     """Normalise over every axis but `axis`. Outputs (out, mean, inv_std); the last two are
-    the batch statistics in training and the moving ones otherwise (MXNet's hidden outputs)."""
+    the batch statistics in training and the moving ones otherwise (MXNet's hidden outputs).
+    Channels-last 4-D data over axis 1 (a training plan's activations between convolutions,
+    plan.py) stays channels-last."""
     axis = p.axis % data.dim()
+    weight = fixed_gamma(gamma) if p.fix_gamma else gamma
+    if axis == 1 and _channels_last(data) and data.dtype in (torch.float32, torch.float64):
+        if train and not p.use_global_stats:
+            return _ChannelsLastBatchNorm.apply(data, weight, beta, p.eps)
+        out = F.batch_norm(data, moving_mean, moving_var, weight, beta, False, 0.0, p.eps)
+        return out, moving_mean, torch.rsqrt(moving_var + p.eps)
     # contiguous: torch's kernels sum a strided view (a slice, another axis) in another order,
     # and a bound graph's slice is a view where mx.nd.slice's result is a copy
     x = (data if axis == 1 else data.movedim(axis, 1)).contiguous()
-    weight = fixed_gamma(gamma) if p.fix_gamma else gamma
     if train and not p.use_global_stats:
         out, mean, inv_std = torch.native_batch_norm(x, weight, beta, None, None, True, 0.0,
                                                      p.eps)
@@ -163,6 +234,7 @@ _BATCH_NORM = register(OpDef('BatchNorm', _batch_norm,
                        infer_shape=_batch_norm_shape, infer_type=_batch_norm_type,
                        init_hints={'moving_mean': '["zero", {}]', 'moving_var': '["one", {}]'}))
 _BATCH_NORM.fresh_output = True
+_BATCH_NORM.keeps_layout = lambda p: True
 _BATCH_NORM.inference_affine = _batch_norm_affine
 
 

@@ -98,8 +98,14 @@ class OpDef:
     # the op adds its two inputs, of one shape (a fused convolution's sum post-operation)
     sum_of_two = False
     # conv_geometry(p) -> the geometry of a channel-first convolution (rank, stride, pad,
-    # dilate, groups, has_bias: conv.ConvGeometry) that fused kernels can run; else None
+    # dilate, groups, has_bias: conv.ConvGeometry) that fused kernels can run; else None.
+    # A training plan runs 2-D ones on channels-last activations (plan.py)
     conv_geometry = None
+    # keeps_layout(p) -> True where the op's values do not depend on how its inputs lie in
+    # memory and, given channels-last 4-D data, its first output is channels-last too (torch's
+    # element-wise, pooling and convolution kernels; BatchNorm's own): a training plan keeps
+    # such ops on channels-last activations between convolutions (plan.py)
+    keeps_layout = None
     # deconv_geometry(p) -> the geometry of a channel-first 2-D transposed convolution (stride,
     # pad, adj, dilate, groups, has_bias: conv.DeconvGeometry) that oneDNN can run; else None
     deconv_geometry = None
