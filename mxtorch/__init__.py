@@ -8,6 +8,8 @@ __version__ = '1.9.1'           # the MXNet release whose API it implements: too
 
 from . import cpu_threads as _cpu_threads
 _cpu_threads.configure()     # before anything imports torch: OpenMP reads its wait policy then
+from . import cpu_memory as _cpu_memory
+_cpu_memory.configure()      # freed CPU buffers kept for reuse (no page faults every step)
 
 from .base import MXNetError, NotImplementedForSymbol
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
