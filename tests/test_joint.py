@@ -251,3 +251,25 @@ def test_second_order_gradients_through_a_traced_block():
     np.testing.assert_allclose(x.grad.asnumpy(), ddx, rtol=1e-4, atol=1e-5)
     executor = list(net._cached.bindings.values())[0].executor
     assert any(isinstance(e[1], joint.Joint) for e in executor._joint_calls_on.values())
+
+
+def test_speed_check_times_three_rounds_at_least(monkeypatch):
+    """compare() times the traced and the eager call in three interleaved rounds at least (one
+    round of a slow call decides nothing on a busy machine), unless they take longer than
+    MIN_ROUNDS_WITHIN seconds."""
+    calls = []
+    original = joint.compare
+
+    def counting(traced, forward, *args, **kwargs):
+        def eager(*inputs):
+            calls.append(1)
+            return forward(*inputs)
+        return original(traced, eager, *args, **dict(kwargs, budget=0.0))
+    monkeypatch.setattr(joint, 'compare', counting)
+    mod, _, _ = _train(_mlp(), _batches(1), steps=3)
+    assert _traced(mod) == [True]
+    assert len(calls) == 1 + 3             # the check's call, then one a round
+    calls.clear()
+    monkeypatch.setattr(joint, 'MIN_ROUNDS_WITHIN', 0.0)
+    _train(_mlp(), _batches(1), steps=3)
+    assert len(calls) == 1 + 1
