@@ -6,8 +6,10 @@ with the bound plans compiled (MXTORCH_COMPILE=1, mxtorch/compiler.py), against 
 hand-written in PyTorch eager, MXNet 1.9.1 (mxnet_worker.py, where MXNET_PYTHON or /tmp/mxref has
 it) and JAX with the whole step under jax.jit (jax_worker.py, where JAX_PYTHON names a Python
 with JAX), interleaved in one run, one thread each. The compiles (cached on disk) are paid
-before timing. `python benchmarks/bench_compile.py [ROW ...]` (rows: mlp100 mlp1000 lenet
-resnet20 lstm) runs some of them.
+before timing. `python benchmarks/bench_compile.py [--cpu-time] [ROW ...]` (rows: mlp100
+mlp1000 lenet resnet20 lstm) runs some of them; --cpu-time times each candidate by the CPU time
+of the thread (the worker process) running it, steadier than wall time where other jobs share
+the machine.
 """
 import os
 import sys
@@ -204,7 +206,7 @@ def candidates_for(kind, shape, batch, mxnet, jax):
     return found
 
 
-def main(rows=None):
+def main(rows=None, cpu_time=False):
     torch.set_num_threads(1)
     mxnet = Worker(MXREF, 'mxnet_worker.py', ONE_THREAD) if available(MXREF, 'mxnet') else None
     jax = Worker(JAXPY, 'jax_worker.py', ONE_THREAD, one_core=True) \
@@ -213,8 +215,10 @@ def main(rows=None):
     for row in rows or ROWS:
         title, kind, shape, batch = ROWS[row]
         candidates = candidates_for(kind, shape, batch, mxnet, jax)
-        medians = interleaved(candidates, rounds=7, seconds=1.0, warmup=3)
-        results.append(report(title + ': training step, 1 thread', medians, 'PyTorch eager'))
+        medians = interleaved(candidates, rounds=7, seconds=1.0, warmup=3,
+                              timer=time.thread_time if cpu_time else time.perf_counter)
+        results.append(report(title + ': training step, 1 thread%s' % (
+            ', CPU time' if cpu_time else ''), medians, 'PyTorch eager'))
     for worker in (mxnet, jax):
         if worker is not None:
             worker.close()
@@ -222,4 +226,11 @@ def main(rows=None):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1:] or None)
+    if '-h' in sys.argv or '--help' in sys.argv:
+        print(__doc__)
+        sys.exit(0)
+    ARGS = [a for a in sys.argv[1:] if a != '--cpu-time']
+    UNKNOWN = [a for a in ARGS if a not in ROWS]
+    if UNKNOWN:
+        sys.exit('unknown rows %s (rows: %s)' % (' '.join(UNKNOWN), ' '.join(ROWS)))
+    main(ARGS or None, cpu_time='--cpu-time' in sys.argv)

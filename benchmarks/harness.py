@@ -18,7 +18,8 @@ def interleaved(candidates, rounds=9, seconds=0.5, warmup=3, samples=None,
     """{name: fn} -> {name: median seconds per call}. Each round times each fn for ~`seconds`.
     A dict passed as `samples` receives every round's time per call: {name: [seconds]}.
     `timer`: the clock the rounds are timed with (time.thread_time: this thread's CPU time,
-    steadier than wall time on a machine other jobs share, for single-threaded work)."""
+    steadier than wall time on a machine other jobs share, for single-threaded work; a
+    candidate run by a worker process (workers.py) is then timed by the worker's CPU time)."""
     names = list(candidates)
     for name in names:
         for _ in range(warmup):
@@ -37,6 +38,9 @@ def interleaved(candidates, rounds=9, seconds=0.5, warmup=3, samples=None,
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
             fn, n = candidates[name], calls[name]
+            if timer is not time.perf_counter and hasattr(fn, 'cpu_seconds'):
+                samples[name].append(fn.cpu_seconds(n) / n)
+                continue
             start = timer()
             for _ in range(n):
                 fn()

@@ -4,7 +4,7 @@ Standard library only: the worker side runs in environments without mxtorch or t
 
 Protocol (one JSON object per line on stdin, one reply line on stdout):
   {"cmd": "setup", ...what the worker's setup() reads...}  -> {"ok": true}
-  {"cmd": "run", "n": k}                                    -> {"seconds": <time of k steps>}
+  {"cmd": "run", "n": k}     -> {"seconds": <time of k steps>, "cpu": <the worker's CPU time>}
 """
 import json
 import os
@@ -25,10 +25,10 @@ def serve(setup):
             step = setup(request)
             reply = {'ok': True}
         else:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             for _ in range(request['n']):
                 step()
-            reply = {'seconds': time.perf_counter() - start}
+            reply = {'seconds': time.perf_counter() - start, 'cpu': time.process_time() - cpu}
         print(json.dumps(reply), flush=True)
 
 
@@ -51,8 +51,14 @@ class Worker:
         return json.loads(self.proc.stdout.readline())
 
     def step_fn(self, **setup):
+        """One step per call; its `cpu_seconds(n)`: the worker's CPU time for n steps (what
+        harness.interleaved times it by when it times the others by CPU time)."""
         self.ask(cmd='setup', **setup)
-        return lambda: self.ask(cmd='run', n=1)
+
+        def step():
+            self.ask(cmd='run', n=1)
+        step.cpu_seconds = lambda n: self.ask(cmd='run', n=n)['cpu']
+        return step
 
     def close(self):
         self.proc.stdin.close()
