@@ -59,6 +59,14 @@ ADDED = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _own_name_counters():
+    """Fresh operator and block name counters for each test (other test files read the
+    process-wide ones, e.g. expect the first mx.sym.linspace to be _linspace0)."""
+    with mx.name.NameManager():
+        yield
+
+
 @pytest.mark.parametrize('module', sorted(ADDED))
 def test_names_import_at_mxnets_paths(module):
     mod = importlib.import_module('mxtorch.' + module)
