@@ -75,7 +75,7 @@ def Activation(data: NDArray | None = None, *, act_type: Literal['relu', 'sigmoi
     ...
 
 def BatchNorm(data: NDArray | None = None, gamma: NDArray | None = None, beta: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, *, eps: float = 0.0010000000474974513, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, axis: int = 1, cudnn_off: bool = False, out: NDArray | None = None, name: str | None = None, ctx: Context | None = None, **kwargs: Any) -> NDArray:
-    """Normalise over every axis but `axis`. Outputs (out, mean, inv_std); the last two are the batch statistics in training and the moving ones otherwise (MXNet's hidden outputs)."""
+    """Normalise over every axis but `axis`. Outputs (out, mean, inv_std); the last two are the batch statistics in training and the moving ones otherwise (MXNet's hidden outputs). Channels-last 4-D data over axis 1 (a training plan's activations between convolutions, plan.py) stays channels-last."""
     ...
 
 def BatchNorm_v1(data: NDArray | None = None, gamma: NDArray | None = None, beta: NDArray | None = None, moving_mean: NDArray | None = None, moving_var: NDArray | None = None, *, eps: float = 0.0010000000474974513, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, out: NDArray | None = None, name: str | None = None, ctx: Context | None = None, **kwargs: Any) -> NDArray:

@@ -42,7 +42,7 @@ def Activation(data: Symbol | None = None, *, act_type: Literal['relu', 'sigmoid
     ...
 
 def BatchNorm(data: Symbol | None = None, gamma: Symbol | None = None, beta: Symbol | None = None, moving_mean: Symbol | None = None, moving_var: Symbol | None = None, *, eps: float = 0.0010000000474974513, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, axis: int = 1, cudnn_off: bool = False, name: str | None = None, attr: dict[str, str] | None = None, out: None = None, **kwargs: Any) -> Symbol:
-    """Normalise over every axis but `axis`. Outputs (out, mean, inv_std); the last two are the batch statistics in training and the moving ones otherwise (MXNet's hidden outputs)."""
+    """Normalise over every axis but `axis`. Outputs (out, mean, inv_std); the last two are the batch statistics in training and the moving ones otherwise (MXNet's hidden outputs). Channels-last 4-D data over axis 1 (a training plan's activations between convolutions, plan.py) stays channels-last."""
     ...
 
 def BatchNorm_v1(data: Symbol | None = None, gamma: Symbol | None = None, beta: Symbol | None = None, moving_mean: Symbol | None = None, moving_var: Symbol | None = None, *, eps: float = 0.0010000000474974513, momentum: float = 0.9, fix_gamma: bool = True, use_global_stats: bool = False, output_mean_var: bool = False, name: str | None = None, attr: dict[str, str] | None = None, out: None = None, **kwargs: Any) -> Symbol:
