@@ -14,7 +14,10 @@ simplified the way MXNet's oneDNN subgraph backend simplifies it:
 * any other ReLU whose input has no other reader runs in place on that input's producer.
 
 The rewritten plan's inference function then runs as one traced TorchScript graph where that is
-valid (inference_graph.py): no Python between the operators.
+valid (inference_graph.py): no Python between the operators. Traced for oneDNN Graph's fuser
+instead (`inference_graph.plain()`), the fused steps record the plain ATen operators it
+recognises (convolution, add, out-of-place ReLU / clamp, batch_norm for an affine map) on the
+folded weights, without layout copies or prepacked weights: the fuser picks its own.
 
 Derived weights (folded, packed) are recomputed only when a source parameter changed (torch's
 tensor version counters). Each rule is a function `rule(steps, uses) -> steps`, where `uses`
@@ -207,6 +210,9 @@ def _conv_chain_factory(geometry, affine, with_sum, act):
             other = rest.pop() if with_sum else None
             if folded is not None:
                 weight, bias = folded(weight, bias, *rest)
+            if inference_graph.plain():      # traced for oneDNN Graph: the ATen pattern
+                out = conv(data, weight, bias, stride, pad, dilate, groups)
+                return _apply(out if other is None else out + other, act, in_place=False)
             x = _channels_last(data)
             if packed is not None and x.dtype == torch.float32:
                 return _onednn_conv(x, packed(weight, extra=(tuple(x.shape),)), bias, other,
@@ -258,7 +264,8 @@ def _deconv_factory(geometry, make_plain):
                                            dilate=dilate, groups=groups))
 
         def deconv(data, weight, bias=None):
-            if data.dtype != torch.float32 or data.dim() != 4 or weight.dtype != data.dtype:
+            if inference_graph.plain() or data.dtype != torch.float32 or data.dim() != 4 or \
+                    weight.dtype != data.dtype:
                 return plain(data, weight) if bias is None else plain(data, weight, bias)
             x = _channels_last(data)
             ops = _scripted() if torch.jit.is_tracing() else _EAGER
@@ -333,9 +340,20 @@ def _affine_factory(affine, act, make_plain):
                     any(p.dtype != x.dtype for p in params):
                 return _apply(plain(x, *params)[0], act)
             scale, shift = per_channel(*params, extra=(x.dim(),))
+            if inference_graph.plain():
+                return _apply(_plain_affine(x, scale, shift), act, in_place=False)
             return _apply(torch.addcmul(shift, x, scale), act)
         return affine_map
     return make_fn
+
+
+def _plain_affine(x, scale, shift):
+    """x * scale + shift for oneDNN Graph, as the batch normalisation it is (mean 0, variance 1,
+    no epsilon: exactly that product and sum). (Written as a multiplication and an addition,
+    its fuser computes them in place on x where x is still read after them: wrong values.)"""
+    scale, shift = scale.reshape(-1), shift.reshape(-1)
+    return F.batch_norm(x, torch.zeros_like(scale), torch.ones_like(scale), scale, shift,
+                        False, 0.0, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,10 +365,13 @@ def _pack(weight, input_shape, pad, stride, dilate, groups):
                                                         dilate, groups, list(input_shape))
 
 
-def _apply(out, act):
-    """The post-operation `act` in place on out."""
+def _apply(out, act, in_place=True):
+    """The post-operation `act` on out, in place unless not in_place (oneDNN Graph's fuser
+    matches only the out-of-place operators)."""
     if act is None:
         return out
+    if not in_place:
+        return torch.relu(out) if act[0] == 'relu' else torch.clamp(out, *act[1])
     return torch.relu_(out) if act[0] == 'relu' else out.clamp_(*act[1])
 
 
@@ -497,6 +518,8 @@ def _then_relu(make_fn):
         fn = make_fn(train, device)
 
         def with_relu(*args):
+            if inference_graph.plain():
+                return torch.relu(fn(*args))
             return torch.relu_(fn(*args))
         return with_relu
     return make

@@ -32,7 +32,7 @@ def _require_in_range(op_name, index, size, allow_negative, error=MXNetError):
         return index
     sizes = torch.as_tensor(size, device=index.device).expand(index.shape)
     bad = (index >= sizes) | (index < (-sizes if allow_negative else 0))
-    if inference_graph.capturing():
+    if inference_graph.tracing():
         return torch.where(bad, sizes, index)
     if bool(bad.any()):
         raise error('%s: index %d is out of bounds for an axis of size %d'
