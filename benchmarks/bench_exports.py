@@ -12,9 +12,9 @@ by step, so that the two alternate: every round times each framework in turn, th
 alternating between rounds, and the figures are medians over the rounds. Both run on one
 thread (OMP_NUM_THREADS=1, torch.set_num_threads(1)).
 
-Per model it prints the inference time of each (a round runs as many forwards as fill about
-0.3 s), their ratio (of the medians, and of the fastest rounds: on a busy machine the fastest
-round is the one least disturbed; --cpu times by each process's CPU time instead, which a
+Per model it prints the inference time of each (after up to 12 untimed forwards, or 5 s of
+them, each; a round runs as many forwards as fill about 0.3 s), their ratio (of the medians,
+and of the fastest rounds: on a busy machine the fastest round is the one least disturbed; --cpu times by each process's CPU time instead, which a
 machine shared with other jobs disturbs less; MXNet's engine threads are counted), whether mxtorch's outputs match MXNet's saved ones, and (unless
 --no-load) the time of load_checkpoint + bind + set_params + first forward and of
 load_checkpoint alone, with their ratios; then the median and geometric mean of the ratios.
@@ -33,6 +33,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET_SECONDS = 0.3
+WARM_FORWARDS, WARM_SECONDS = 12, 5.0      # untimed forwards before the rounds
 
 
 def _inputs(prefix):
@@ -160,6 +161,11 @@ def bench_one(mx, prefix, worker, rounds, load_rounds, cpu=False):
     single = min(model.run(1) for _ in range(2))
     theirs1 = min(worker.ask(cmd='run', n=1)['seconds'] for _ in range(2))
     n = max(1, int(round(TARGET_SECONDS / max(single, theirs1))))
+    # warm-up, both alike: mxtorch settles what it traces and times in its first ~10 forwards
+    # (inference_graph.py), which would otherwise fall into the first rounds of slow models
+    warm = min(WARM_FORWARDS, max(3, int(WARM_SECONDS / max(single, theirs1))))
+    model.run(warm)
+    worker.ask(cmd='run', n=warm)
     times = {'mxtorch': [], 'MXNet': []}
     for r in range(rounds):
         pair = [('mxtorch', lambda: model.run(n, cpu)),
