@@ -35,10 +35,12 @@ forms (`plain()`: no channels-last copies, no prepacked oneDNN calls), with the 
 stayed the same tensor at the same version over the eager calls (the parameters) and the kept
 values as constants, guarded like the kept values. It is tried for forwards up to
 `MAX_SECONDS` whatever their number of steps (their big convolutions gain too), kept only where
-its outputs agree with the eager function's as closely as a TorchScript replay must, and each
-graph is timed over `TIMED_CALLS` calls: the faster (or the eager function, if faster still)
-is kept, and traced again directly after a change. Transformer-like graphs of small matrix
-products usually stay with PyTorch's graph, convolution nets go to oneDNN Graph.
+its outputs agree with the eager function's to `ONEDNN_TOLERANCE` of each output's scale (its
+kernels sum in other orders; the few graphs its fuser computes wrongly are caught here), and
+each graph is timed over a few calls (`TIMED_CALLS`, more for short ones): the faster (or the
+eager function, if clearly faster still) is kept, and traced again directly after a change.
+Transformer-like graphs of small matrix products usually stay with PyTorch's graph, convolution
+nets go to oneDNN Graph.
 
 `MXTORCH_GRAPH=0` turns both off, `MXTORCH_ONEDNN_GRAPH=0` the oneDNN one alone
 (`MXTORCH_ONEDNN_GRAPH=always` keeps it wherever it is valid, untimed).
@@ -56,7 +58,9 @@ WARMUP = 2                  # eager calls before tracing (the kept values settle
 PER_STEP_SECONDS = 1e-3     # trace when an eager forward takes less than this per step ...
 MAX_SECONDS = 1.0           # ... and less than this in all (tracing runs it once more)
 MAX_RETRACES = 4            # graphs invalidated before use this often: eager from then on
-TIMED_CALLS = 3             # calls each graph is timed over before the faster one is kept
+TIMED_CALLS = 3             # calls each graph is timed over before the faster one is kept,
+TIMED_SECONDS = 0.03        # ... more for short calls: until they add up to this (at most
+MAX_TIMED_CALLS = 40        # this many): a fastest call of a few is noisy at 0.3 ms a call
 ONEDNN_TOLERANCE = 2e-5     # a oneDNN graph's outputs within this much of each output's scale
 _DYNAMIC_SHAPE = {'aten::nonzero', 'aten::nonzero_numpy', 'aten::argwhere',
                   'aten::masked_select', 'aten::unique', 'aten::_unique', 'aten::_unique2',
@@ -264,9 +268,11 @@ class GraphForward:
     def _timed(self, graph, inputs):
         start = time.thread_time()
         out = graph(inputs)
-        self.trial.append(time.thread_time() - start)
-        if len(self.trial) > TIMED_CALLS:       # (the first call after tracing not counted)
-            seconds, self.trial = min(self.trial[1:]), None
+        trial = self.trial
+        trial.append(time.thread_time() - start)
+        if len(trial) > MAX_TIMED_CALLS or len(trial) > TIMED_CALLS and \
+                sum(trial) - trial[0] >= TIMED_SECONDS:    # (the first call not counted)
+            seconds, self.trial = min(trial[1:]), None
             # a graph is kept unless the eager function is clearly faster (the timing is noisy;
             # a graph spares the Python)
             if self.best is None or seconds < self.best[0] * (1.0 if self.best[1] else 1.05):
