@@ -264,8 +264,9 @@ def _deconv_factory(geometry, make_plain):
                                            dilate=dilate, groups=groups))
 
         def deconv(data, weight, bias=None):
-            if inference_graph.plain() or data.dtype != torch.float32 or data.dim() != 4 or \
-                    weight.dtype != data.dtype:
+            # (also in a graph for oneDNN Graph: its fuser leaves transposed convolutions to
+            # ATen's, which repacks the weight every call: 3-4x this one's time)
+            if data.dtype != torch.float32 or data.dim() != 4 or weight.dtype != data.dtype:
                 return plain(data, weight) if bias is None else plain(data, weight, bias)
             x = _channels_last(data)
             ops = _scripted() if torch.jit.is_tracing() else _EAGER

@@ -147,8 +147,8 @@ class _Graph:
         if self.live is None:
             return self.fn(*inputs, *self.extras)
         if len(self.live) == 1:
-            return self.fn(self.pick(inputs))
-        return self.fn(*self.pick(inputs)) if self.live else self.fn()
+            return self.fn(self.pick(inputs), *self.extras)
+        return self.fn(*self.pick(inputs), *self.extras) if self.live else self.fn(*self.extras)
 
     def __call__(self, inputs):
         return self.rebuild(self.flat(inputs))
@@ -346,10 +346,19 @@ class GraphForward:
 
     def _trace_onednn(self, inputs):
         """oneDNN Graph's: the plan traced in plain() mode, the stable inputs and kept values
-        as constants, compiled by the fuser on its first calls."""
-        out = self.eager(*inputs)
+        as constants (but oneDNN's packed weights, which a graph cannot hold: inputs after the
+        live ones), compiled by the fuser on its first calls."""
+        _STATE.plain = True
+        try:
+            out, log = _recording(self.eager, inputs)        # (the plain form's kept values)
+        finally:
+            _STATE.plain = False
         if any(t.device.type != 'cpu' for t in inputs):
             return self._failed('onednn', 'not on the CPU', out)
+        kept = _kept_tensors(log)
+        if kept is None:               # a kept value was (re)computed: not settled yet
+            return out
+        opaque = tuple(t for t in kept[0] if t.layout != torch.strided)
         stable = self.stable or [False] * len(inputs)
         live = [i for i, s in enumerate(stable) if not s]
         structure = []
@@ -363,7 +372,7 @@ class GraphForward:
             return tuple(_flatten(result))
         _STATE.plain = True
         try:
-            fn, why, sources = _trace(flat, tuple(inputs[i] for i in live), None)
+            fn, why, sources = _trace(flat, tuple(inputs[i] for i in live) + opaque, None)
         except Exception as err:  # noqa: BLE001 - anything the tracer cannot take
             fn, why = None, '%s: %s' % (type(err).__name__, str(err)[:200])
         finally:
@@ -373,7 +382,7 @@ class GraphForward:
         position = {id(t): i for i, t in enumerate(inputs)}
         if any(id(s) not in position or not stable[position[id(s)]] for s in sources):
             return self._failed('onednn', 'a kept value derives from a changing tensor', out)
-        args = [inputs[i] for i in live]
+        args = [inputs[i] for i in live] + list(opaque)
         try:
             got = _onednn_compile(fn, args)
         except RuntimeError as err:       # a pattern the fuser cannot build
@@ -382,7 +391,7 @@ class GraphForward:
             return self._failed('onednn', 'the graph computes other values than the function',
                                 out)
         guards = [(i, inputs[i], inputs[i]._version) for i, s in enumerate(stable) if s]
-        self._use(_Graph(fn, 'onednn', inputs, live, (), guards, structure[0]))
+        self._use(_Graph(fn, 'onednn', inputs, live, opaque, guards, structure[0]))
         return out
 
 

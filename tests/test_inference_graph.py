@@ -3,6 +3,7 @@ used once the kept values settle, follows parameter and data changes, and is ref
 Python reads tensor values or shapes depend on values."""
 import numpy as np
 import pytest
+import torch
 
 import mxtorch as mx
 from mxtorch import inference_graph
@@ -167,8 +168,10 @@ def test_onednn_graph_follows_data_and_parameter_changes(monkeypatch):
             assert forward.graph is not None and forward.graph.kind == 'onednn', \
                 (forward.refused, forward.onednn_refused)
             names = list(exe.arg_dict) + list(exe.aux_dict)
-            # the data is the graph's one input, the parameters are its constants
+            # the data is the graph's one input, the parameters are its constants; the
+            # Deconvolution's packed weight (oneDNN's layout, no constant of a graph) follows
             assert [names[i] for i in forward.graph.live] == ['data']
+            assert [t.layout == torch.strided for t in forward.graph.extras] == [False]
     assert forward.graph is not None and forward.graph.kind == 'onednn'   # traced again
 
 
