@@ -17,7 +17,8 @@ The rewritten plan's inference function then runs as one traced TorchScript grap
 valid (inference_graph.py): no Python between the operators. Traced for oneDNN Graph's fuser
 instead (`inference_graph.plain()`), the fused steps record the plain ATen operators it
 recognises (convolution, add, out-of-place ReLU / clamp, batch_norm for an affine map) on the
-folded weights, without layout copies or prepacked weights: the fuser picks its own.
+folded weights, without layout copies or prepacked weights: the fuser picks its own (a
+Deconvolution, which it leaves to ATen, keeps its prepacked oneDNN call).
 
 Derived weights (folded, packed) are recomputed only when a source parameter changed (torch's
 tensor version counters). Each rule is a function `rule(steps, uses) -> steps`, where `uses`
