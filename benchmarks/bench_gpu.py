@@ -14,7 +14,6 @@ Interleaved rounds, medians; every timed call ends with torch.cuda.synchronize()
                                                      no capture; checks the script itself)
 """
 import argparse
-import os
 import sys
 
 import numpy as np
@@ -23,7 +22,7 @@ import torch.nn.functional as F
 
 import mxtorch as mx
 from mxtorch.models import lenet, mlp, resnet
-from harness import interleaved, report
+from harness import environ, interleaved, report
 import bench_bucketing
 from bench_compile import LENGTHS, _lstm_cell_lm, _steps
 from bench_resnet import ResNet20, ResNet50
@@ -220,15 +219,8 @@ def _uncaptured(step, first_calls=10):
         if calls[0] >= first_calls:
             return step()
         calls[0] += 1
-        before = os.environ.get('MXTORCH_CUDA_GRAPHS')
-        os.environ['MXTORCH_CUDA_GRAPHS'] = '0'
-        try:
+        with environ('MXTORCH_CUDA_GRAPHS', '0'):
             return step()
-        finally:
-            if before is None:
-                del os.environ['MXTORCH_CUDA_GRAPHS']
-            else:
-                os.environ['MXTORCH_CUDA_GRAPHS'] = before
     return run
 
 

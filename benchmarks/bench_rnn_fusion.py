@@ -7,15 +7,13 @@ interleaved: the unrolled cells with the bind-time RNN fusion (ops/rnn_unroll.py
 bind_rewrite), the same without it (MXTORCH_FUSE_RNN=0 when each bucket is bound), the
 FusedRNNCell model, and PyTorch eager (nn.Embedding + nn.LSTM / nn.GRU + nn.Linear).
 """
-import os
-
 import torch
 import torch.nn.functional as F
 import numpy as np
 
 import mxtorch as mx
 from bench_bucketing import BATCH, EMBED, HIDDEN, LAYERS, VOCAB, batch
-from harness import interleaved, report
+from harness import environ, interleaved, report
 
 LENGTHS = (10, 20, 30)
 
@@ -51,15 +49,8 @@ def module_steps(mode, fused, batches, fuse_env='1'):
         for b in batches:
             mod.forward_backward(b)
             mod.update()
-    old = os.environ.get('MXTORCH_FUSE_RNN')
-    os.environ['MXTORCH_FUSE_RNN'] = fuse_env
-    try:
+    with environ('MXTORCH_FUSE_RNN', fuse_env):
         steps()                                  # binds every bucket under fuse_env
-    finally:
-        if old is None:
-            del os.environ['MXTORCH_FUSE_RNN']
-        else:
-            os.environ['MXTORCH_FUSE_RNN'] = old
     return steps
 
 

@@ -1,5 +1,7 @@
 """Interleaved timing: every candidate runs in every round, in rotating order, so drift of a
 shared machine hits all of them alike. Reports medians over rounds and ratios to a baseline."""
+import contextlib
+import os
 import platform
 import statistics
 import time
@@ -57,3 +59,17 @@ def report(title, medians, baseline, unit=1e3, unit_name='ms'):
     text = '\n'.join(lines)
     print(text)
     return text
+
+
+@contextlib.contextmanager
+def environ(name, value):
+    """os.environ[name] = value inside the block, as it was after it."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
