@@ -11,6 +11,7 @@ import torch
 import mxtorch as mx
 from mxtorch import cuda_graphs
 from mxtorch import joint
+from test_train_step import _bucketing_run
 
 
 class StandInGraph:
@@ -159,33 +160,13 @@ def test_head_gradients_and_replaced_arguments(captured):
 
 
 def test_each_bucket_captures_its_own_graphs(captured, monkeypatch):
-    def sym_gen(key):
-        data = mx.sym.Variable('data')
-        emb = mx.sym.Embedding(data, input_dim=10, output_dim=5, name='embed')
-        x = mx.sym.FullyConnected(mx.sym.mean(emb, axis=1), num_hidden=3, name='fc')
-        return mx.sym.SoftmaxOutput(x, name='softmax'), ('data',), ('softmax_label',)
-
-    def run():
-        mx.random.seed(0)
-        mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=6)
-        mod.bind(data_shapes=[('data', (4, 6))], label_shapes=[('softmax_label', (4,))])
-        mod.init_params(mx.init.Uniform(0.1))
-        mod.init_optimizer(optimizer='sgd', optimizer_params={'learning_rate': 0.5})
-        rng = np.random.RandomState(4)
-        for key in [6, 4, 6, 4, 6, 4, 6, 4, 6, 4]:
-            batch = mx.io.DataBatch([mx.nd.array(rng.randint(0, 10, (4, key)))],
-                                    [mx.nd.array(rng.randint(0, 3, 4))], bucket_key=key,
-                                    provide_data=[('data', (4, key))],
-                                    provide_label=[('softmax_label', (4,))])
-            mod.forward_backward(batch)
-            mod.update()
-        return mod, {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
-    mod, values = run()
+    buckets = [6, 4] * 5
+    mod, values = _bucketing_run(buckets)
     assert len(captured) == 4 and all(
         isinstance(m._exec_group.execs[0]._joint, cuda_graphs.Captured)
         for m in mod._buckets.values())
     monkeypatch.setenv('MXTORCH_JOINT', '0')
-    _assert_same(values, run()[1])
+    _assert_same(values, _bucketing_run(buckets)[1])
 
 
 def test_a_failed_capture_keeps_the_traced_call(captured, monkeypatch, caplog):
