@@ -21,15 +21,17 @@ positions (batch x height x width) or more; with fewer (deep layers at small bat
 positions, 1.1-1.6x slower) they stay channel-first. The data a convolution takes is converted
 once, the operators that keep the layout (OpDef.keeps_layout: BatchNorm, activations,
 element-wise sums, pooling) run on it as it lies, and any other operator, a head or a loss gets
-it channel-first again; the values are the same either way, to float rounding.
+it channel-first again; the values are the same either way, to float rounding, and recorded
+imperatively a Convolution runs as the plan would (ops/conv.py), so that a hybridized block
+gives the numbers of the same block run imperatively.
 """
 import collections
 import keyword
-import os
 import re
 
 import torch
 
+from .ops.conv import channels_last_enabled, channels_last_pays
 from .symbol.graph import topo_order
 
 
@@ -94,13 +96,6 @@ def _placed(make_fn, devices, node):
     return make
 
 
-def channels_last_enabled():
-    """Whether training plans may run channels-last (MXTORCH_CHANNELS_LAST, read at bind:
-    1 by default, 0 keeps every value channel-first)."""
-    return os.environ.get('MXTORCH_CHANNELS_LAST', '1').strip().lower() not in \
-        ('0', 'off', 'false', 'no')
-
-
 def _to_channels_last(x):
     return x.contiguous(memory_format=torch.channels_last)
 
@@ -108,8 +103,6 @@ def _to_channels_last(x):
 def _to_channel_first(x):
     return x.contiguous()
 
-
-CHANNELS_LAST_ROWS = 1024
 
 # one call of generated code: outputs = fn_name(*inputs)
 _Call = collections.namedtuple('_Call', 'fn_name inputs outputs')
@@ -129,8 +122,7 @@ def _channels_last_calls(steps, heads, losses, taken, shapes):
         if geometry is None or geometry.rank != 2:
             return None
         shape = shapes.get(step.outputs[0])
-        return shape is not None and len(shape) == 4 and \
-            shape[0] * shape[2] * shape[3] >= CHANNELS_LAST_ROWS
+        return shape is not None and len(shape) == 4 and channels_last_pays(shape)
 
     if not any(convolution(s) for s in steps):
         return None

@@ -252,6 +252,38 @@ def test_hybridized_gluon_training_equals_channel_first(monkeypatch):
         _close(a, b, name)
 
 
+def test_recorded_convolution_runs_as_the_plan_does():
+    """Recorded imperatively, a convolution the training plan runs channels-last (here 4 x 30 x 30
+    output positions) runs channels-last too: a hybridized conv + slice + BatchNorm block gives
+    the imperative block's outputs and gradients bit for bit, as MXNet's same kernels do."""
+    class Net(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.conv = gluon.nn.Conv2D(32, 3, in_channels=32)
+                self.bn = gluon.nn.BatchNorm(in_channels=16)
+
+        def hybrid_forward(self, F, x):
+            return self.bn(F.slice(self.conv(x), begin=(0, 0, 0, 0), end=(2, 16, 30, 30)))
+
+    mx.random.seed(0)
+    net = Net()
+    net.initialize(mx.init.Xavier())
+    data = mx.nd.random.uniform(shape=(4, 32, 32, 32))
+    results = []
+    for hybridized in (False, True):
+        if hybridized:
+            net.hybridize()
+        x = data.copy()
+        x.attach_grad()
+        with mx.autograd.record():
+            out = net(x)
+        out.backward()
+        results.append((out.asnumpy(), x.grad.asnumpy(), net.conv.weight.grad().asnumpy()))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_small_convolutions_after_large_ones_take_channel_first_data(monkeypatch):
     """At batch 2 the first convolution has 1152 output positions (channels-last), the stride-2
     ones 288 (channel-first): their data goes back to channel-first, once each, and training

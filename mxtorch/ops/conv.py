@@ -14,6 +14,7 @@ zeros here.
 """
 import collections
 import functools
+import os
 
 import torch
 import torch.nn.functional as F
@@ -163,12 +164,45 @@ def _check_weight(op, weight, expected):
             'data and these params, got %s', op, tuple(expected), tuple(weight.shape))
 
 
+# Training layout (plan.py's channels-last plans; a recorded Convolution follows them)
+def channels_last_enabled():
+    """Whether training plans may run channels-last (MXTORCH_CHANNELS_LAST, read at bind:
+    1 by default, 0 keeps every value channel-first)."""
+    return os.environ.get('MXTORCH_CHANNELS_LAST', '1').strip().lower() not in \
+        ('0', 'off', 'false', 'no')
+
+
+CHANNELS_LAST_ROWS = 1024
+
+
+def channels_last_pays(shape):
+    """Whether a 2-D convolution with this (channel-first) output shape runs channels-last in
+    training: CHANNELS_LAST_ROWS output positions or more. Recorded imperatively, a Convolution
+    does the same (_recorded_channels_last): hybridized and imperative give the same numbers."""
+    return shape[0] * shape[2] * shape[3] >= CHANNELS_LAST_ROWS
+
+
+def _recorded_channels_last(data, weight, out_shape):
+    """Whether a channel-first convolution recorded for autograd on the CPU runs on a
+    channels-last copy of its data: a 2-D one whose output a training plan would compute
+    channels-last (channels_last_pays), unless its data is channels-last already."""
+    return (len(out_shape) == 4 and data.device.type == 'cpu' and torch.is_grad_enabled()
+            and (data.requires_grad or weight.requires_grad)
+            and channels_last_pays(out_shape) and channels_last_enabled()
+            and not data.is_contiguous(memory_format=torch.channels_last))
+
+
 def _convolution(p, data, weight, bias=None):
     """N-D convolution (1 to 3 spatial dims) with stride, dilation, zero padding and groups."""
-    kernel, stride, dilate, pad, weight_shape, _ = _conv_shapes(
+    kernel, stride, dilate, pad, weight_shape, out_shape = _conv_shapes(
         p, _channel_first(data.shape, p.layout))
     _check_weight('Convolution', weight, weight_shape)
     channel_last = p.layout in _CHANNEL_LAST
+    if not channel_last and _recorded_channels_last(data, weight, out_shape):
+        # as a training plan runs it (plan.py): the same oneDNN kernels, so the same numbers
+        # recorded imperatively as hybridized
+        return F.conv2d(data.contiguous(memory_format=torch.channels_last), weight, bias, stride,
+                        pad, dilate, p.num_group).contiguous()
     if channel_last:
         data, weight = data.movedim(-1, 1), weight.movedim(-1, 1)
     out = _CONV[len(kernel)](data, weight, bias, stride, pad, dilate, p.num_group)
