@@ -22,7 +22,9 @@ median of a few calls) and the compiled code is used only if it is at least 5% f
 inductor speeds up graphs with element-wise work between their convolutions (LeNet 2x) but can
 slow down GEMM-bound ones (an MLP 1.1-1.3x); see benchmarks/RESULTS.md. Compiled numbers are
 within float rounding of the uncompiled plan's (inductor fuses element-wise work and may reorder
-it).
+it). Once that choice is made, a training plan's traced call (joint.py: forward and backward
+graphs without autograd's bookkeeping) is timed against what it runs, compiled or not, and
+replaces it where faster, as it replaces an uncompiled plan.
 """
 import atexit
 import logging
@@ -82,6 +84,13 @@ class Compiled:
     def active(self):
         """Whether this function will be compiled (MXTORCH_COMPILE set, a CPU plan)."""
         return self._when is not None
+
+    @property
+    def settled(self):
+        """Whether what this function runs is final: not to be compiled, or compiled (and
+        kept, or found slower) or failed. The executor's traced call is timed against it
+        only then."""
+        return self._when is None or self.state in ('ready', 'slower', 'failed')
 
     def __call__(self, *inputs):
         if self.state == 'ready' and torch.is_grad_enabled() == self._grad_mode:

@@ -129,12 +129,13 @@ class Executor:
         self._forward_infer = compiled(forward_infer, device, 'infer')
         self._fast_infer = None
         # the training call traced into forward and backward graphs (joint.py) after a few
-        # calls: not for sparse values, integer gradients, placed or compiled graphs, or
-        # operators the tracer must not enter
+        # calls (where MXTORCH_COMPILE compiles the plan, once that is settled, and timed
+        # against the compiled code): not for sparse values, integer gradients, placed graphs
+        # or operators the tracer must not enter
         self._joint_calls = 0
         self._joint_calls_on = {}         # run_on: leaf positions -> [calls, Joint or False]
         self._joint = None if (_joint_enabled() and self._storage is None and not int_grads
-                               and not devices and not self._forward_train.active
+                               and not devices
                                and all(s.op.traceable for s in self._plan.steps)) else False
         head_ctx = [placement.get(id(n), ctx) for n, _ in self._optimized._entries]
         self.outputs = out_arrays or [
@@ -348,7 +349,8 @@ class Executor:
         """The traced training call (joint.py) once this executor has run JOINT_AFTER training
         forwards with gradients, or None (not yet, or not for this graph: then False)."""
         if self._joint is None or self._joint is False:
-            if self._joint is None and self._joint_calls >= JOINT_AFTER:
+            if self._joint is None and self._joint_calls >= JOINT_AFTER and \
+                    self._forward_train.settled:
                 self._joint = _trace_joint(self, inputs)
                 if self._joint and cuda_graphs.enabled(self._ctx.torch_device):
                     self._joint = self._captured(self._joint, inputs)
@@ -445,7 +447,7 @@ class Executor:
         if entry is None:
             entry = self._joint_calls_on[leaves] = [0, None]
         if entry[1] is None:
-            if entry[0] >= JOINT_AFTER:
+            if entry[0] >= JOINT_AFTER and self._forward_train.settled:
                 entry[1] = _trace_joint(self, tensors, leaves, node=True)
                 if entry[1]:
                     entry[1].leaf_positions = leaves
@@ -901,9 +903,10 @@ def _joint_enabled():
 
 def _trace_joint(executor, inputs, leaves=None, node=False):
     """joint.trace of the executor's training call (gradients for the inputs at `leaves`,
-    by default its arguments'), checked against the eager call; False where it cannot be
-    traced, does not agree or is not faster (timed as one autograd node with `node`, as
-    run_on runs it); said at debug level."""
+    by default its arguments'), checked against the eager call (the compiled plan where
+    MXTORCH_COMPILE compiled it faster); False where it cannot be traced, does not agree or
+    is not faster (timed as one autograd node with `node`, as run_on runs it); said at debug
+    level."""
     plan = executor._plan
     forward = executor._forward_train.fn
     leaves = executor._leaf_positions if leaves is None else leaves
@@ -917,8 +920,8 @@ def _trace_joint(executor, inputs, leaves=None, node=False):
         traced = joint.trace(forward, inputs, leaves, seeds, tangents)
         if traced is None:
             return False
-        agrees, fast, slow = joint.compare(traced, forward, inputs, leaves, seeds, tangents,
-                                           node=node)
+        agrees, fast, slow = joint.compare(traced, executor._forward_train, inputs, leaves,
+                                           seeds, tangents, node=node)
     except Exception as err:           # anything the tracer cannot follow: stay eager
         _LOG.debug('mxtorch: training call not traced (%s: %s)', type(err).__name__, err)
         return False

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import mxtorch as mx
-from mxtorch import compiler
+from mxtorch import compiler, joint
 
 
 def _net():
@@ -250,6 +250,31 @@ def test_compiled_bucketing_reaches_the_uncompiled_parameters(monkeypatch):
     assert states == ['ready'] * 3            # one compiled plan per bucket
     for key in want:
         np.testing.assert_allclose(got[key], want[key], rtol=1e-6, atol=1e-6, err_msg=key)
+
+@pytest.mark.parametrize('traced_faster', [True, False])
+def test_traced_call_is_timed_against_the_compiled_plan(monkeypatch, traced_faster):
+    """Once the compiled training plan is settled, the traced call (joint.py) is timed against
+    it, not against the uncompiled plan, and replaces it only where faster; the gradients are
+    the uncompiled plan's either way."""
+    monkeypatch.setenv('MXTORCH_COMPILE', '0')
+    want = _train(_bind(_net()), steps=8)
+    monkeypatch.setenv('MXTORCH_COMPILE', '1')
+    seen = []
+    real_compare = joint.compare
+
+    def compare(traced, forward, *args, **kwargs):
+        agrees, _, _ = real_compare(traced, forward, *args, **kwargs)
+        seen.append((forward, forward.state))
+        return agrees, (1.0 if traced_faster else 3.0), 2.0
+    monkeypatch.setattr(joint, 'compare', compare)
+    ex = _bind(_net())
+    got = _train(ex, steps=8)
+    assert seen == [(ex._forward_train, 'ready')]
+    assert isinstance(ex._joint, joint.Joint) if traced_faster else ex._joint is False
+    for a, b in zip(got[:2], want[:2]):
+        for key in b:
+            np.testing.assert_allclose(a[key], b[key], rtol=1e-5, atol=1e-5, err_msg=key)
+
 
 @pytest.fixture(autouse=True)
 def _no_leftover_compiles(monkeypatch, request):
