@@ -109,6 +109,11 @@ class _LegacyNumpy:
                'longcomplex': numpy.clongdouble, 'clongfloat': numpy.clongdouble,
                'product': numpy.prod, 'cumproduct': numpy.cumprod, 'alltrue': numpy.all,
                'sometrue': numpy.any, 'round_': numpy.round,
+               'asscalar': lambda a: a.item(), 'mat': numpy.asmatrix,
+               'msort': lambda a: numpy.sort(a, axis=0),
+               'trapz': getattr(numpy, 'trapezoid', None),
+               'in1d': lambda ar1, ar2, assume_unique=False, invert=False: numpy.isin(
+                   ar1, ar2, assume_unique=assume_unique, invert=invert).ravel(),
                'asfarray': lambda a, dtype=numpy.float64: numpy.asarray(
                    a, dtype=dtype if numpy.issubdtype(dtype, numpy.inexact) else numpy.float64)}
 

@@ -193,6 +193,12 @@ def test_legacy_numpy_names_only_while_the_alias_is_installed():
         assert names == ['numpy.float', 'numpy.int', 'numpy.NaN', 'numpy.Inf',
                          'numpy.fromstring'], names
         assert all(issubclass(w.category, FutureWarning) for w in caught)
+        # functions NumPy 2.x removed, as NumPy 1.23 computed them
+        assert np.asscalar(np.array([2.5])) == 2.5
+        assert np.in1d([[1, 5], [3, 4]], [3, 5]).tolist() == [False, True, True, False]
+        assert np.msort(np.array([[3, 1], [1, 2]])).tolist() == [[1, 1], [3, 2]]
+        assert np.trapz([1.0, 2.0, 4.0], dx=0.5) == 2.25
+        assert np.mat([[1, 2]]).shape == (1, 2)
         with pytest.raises(AttributeError):
             np.no_such_name_anywhere
     finally:
