@@ -266,22 +266,23 @@ def test_recorded_convolution_runs_as_the_plan_does():
         def hybrid_forward(self, F, x):
             return self.bn(F.slice(self.conv(x), begin=(0, 0, 0, 0), end=(2, 16, 30, 30)))
 
-    mx.random.seed(0)
-    net = Net()
-    net.initialize(mx.init.Xavier())
     data = mx.nd.random.uniform(shape=(4, 32, 32, 32))
-    results = []
-    for hybridized in (False, True):
-        if hybridized:
-            net.hybridize()
-        x = data.copy()
-        x.attach_grad()
-        with mx.autograd.record():
-            out = net(x)
-        out.backward()
-        results.append((out.asnumpy(), x.grad.asnumpy(), net.conv.weight.grad().asnumpy()))
-    for a, b in zip(*results):
-        np.testing.assert_array_equal(a, b)
+    for train_mode in (True, False):        # (recorded for prediction: both channel-first)
+        mx.random.seed(0)
+        net = Net()
+        net.initialize(mx.init.Xavier())
+        results = []
+        for hybridized in (False, True):
+            if hybridized:
+                net.hybridize()
+            x = data.copy()
+            x.attach_grad()
+            with mx.autograd.record(train_mode=train_mode):
+                out = net(x)
+            out.backward()
+            results.append((out.asnumpy(), x.grad.asnumpy(), net.conv.weight.grad().asnumpy()))
+        for a, b in zip(*results):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_small_convolutions_after_large_ones_take_channel_first_data(monkeypatch):

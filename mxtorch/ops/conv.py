@@ -183,12 +183,14 @@ def channels_last_pays(shape):
 
 
 def _recorded_channels_last(data, weight, out_shape):
-    """Whether a channel-first convolution recorded for autograd on the CPU runs on a
-    channels-last copy of its data: a 2-D one whose output a training plan would compute
-    channels-last (channels_last_pays), unless its data is channels-last already."""
-    return (len(out_shape) == 4 and data.device.type == 'cpu' and torch.is_grad_enabled()
-            and (data.requires_grad or weight.requires_grad)
-            and channels_last_pays(out_shape) and channels_last_enabled()
+    """Whether a channel-first convolution recorded for autograd in training mode on the CPU
+    runs on a channels-last copy of its data: a 2-D one whose output a training plan would
+    compute channels-last (channels_last_pays), unless its data is channels-last already."""
+    if not (len(out_shape) == 4 and data.device.type == 'cpu' and torch.is_grad_enabled()
+            and (data.requires_grad or weight.requires_grad)):
+        return False
+    from .. import autograd                   # (which imports the operators)
+    return (autograd.is_training() and channels_last_pays(out_shape) and channels_last_enabled()
             and not data.is_contiguous(memory_format=torch.channels_last))
 
 
