@@ -32,6 +32,7 @@ import re
 import torch
 
 from .ops.conv import channels_last_enabled, channels_last_pays
+from .ops.conv import to_channels_last as _to_channels_last
 from .symbol.graph import topo_order
 
 
@@ -94,10 +95,6 @@ def _placed(make_fn, devices, node):
         fn = make_fn(train, own)
         return lambda *xs: fn(*[x.to(own) if move else x for x, move in zip(xs, moves)])
     return make
-
-
-def _to_channels_last(x):
-    return x.contiguous(memory_format=torch.channels_last)
 
 
 def _to_channel_first(x):

@@ -255,7 +255,8 @@ def test_hybridized_gluon_training_equals_channel_first(monkeypatch):
 def test_recorded_convolution_runs_as_the_plan_does():
     """Recorded imperatively, a convolution the training plan runs channels-last (here 4 x 30 x 30
     output positions) runs channels-last too: a hybridized conv + slice + BatchNorm block gives
-    the imperative block's outputs and gradients bit for bit, as MXNet's same kernels do."""
+    the imperative block's outputs and gradients bit for bit, as MXNet's same kernels do,
+    recorded for training and for prediction."""
     class Net(gluon.HybridBlock):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
@@ -267,6 +268,8 @@ def test_recorded_convolution_runs_as_the_plan_does():
             return self.bn(F.slice(self.conv(x), begin=(0, 0, 0, 0), end=(2, 16, 30, 30)))
 
     data = mx.nd.random.uniform(shape=(4, 32, 32, 32))
+    # (a random head gradient: BatchNorm's output sums to a constant, so ones would give
+    # gradients of rounding noise)
     for train_mode in (True, False):        # (recorded for prediction: both channel-first)
         mx.random.seed(0)
         net = Net()
@@ -279,10 +282,28 @@ def test_recorded_convolution_runs_as_the_plan_does():
             x.attach_grad()
             with mx.autograd.record(train_mode=train_mode):
                 out = net(x)
-            out.backward()
-            results.append((out.asnumpy(), x.grad.asnumpy(), net.conv.weight.grad().asnumpy()))
+            out.backward(mx.nd.array(np.random.RandomState(5).normal(size=out.shape)))
+            results.append([out.asnumpy(), x.grad.asnumpy()] +
+                           [p.grad().asnumpy() for p in net.collect_params().values()
+                            if p.grad_req != 'null'])
         for a, b in zip(*results):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize('shape', [(4, 1, 6, 5), (4, 3, 1, 1), (4, 3, 6, 5)])
+def test_to_channels_last_lays_out_ambiguous_data_channels_last(shape):
+    """One channel or 1x1 maps: channel-first data is channels-last-contiguous as it lies, but a
+    convolution reads it (and returns its output) channel-first; to_channels_last restrides it
+    over the same memory, so the convolution after it runs channels-last."""
+    from mxtorch.ops.conv import to_channels_last
+    x = torch.arange(float(np.prod(shape))).reshape(shape)
+    y = to_channels_last(x)
+    assert y.stride(1) == 1 and y.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(y, x)
+    if shape[1] == 1 or shape[2:] == (1, 1):
+        assert y.data_ptr() == x.data_ptr()          # no copy: the same positions
+    out = torch.nn.functional.conv2d(y, torch.ones(2, shape[1], 1, 1))
+    assert out.stride(1) == 1 and out.shape[1] == 2
 
 
 def test_small_convolutions_after_large_ones_take_channel_first_data(monkeypatch):

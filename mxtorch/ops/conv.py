@@ -182,6 +182,22 @@ def channels_last_pays(shape):
     return shape[0] * shape[2] * shape[3] >= CHANNELS_LAST_ROWS
 
 
+def to_channels_last(x):
+    """4-D x laid out channels-last (a copy unless it is). With one channel or 1x1 maps,
+    channel-first data counts as channels-last-contiguous as it lies, yet torch's kernels read
+    it as channel-first: it is restrided as channels-last over the same memory (each element
+    keeps its position), so that the convolution after it runs and returns channels-last."""
+    y = x.contiguous(memory_format=torch.channels_last)
+    if y.stride(1) != 1:
+        _, c, h, w = y.shape
+        y = y.as_strided(y.shape, (c * h * w, 1, w * c, c), y.storage_offset())
+    return y
+
+
+def _laid_out_channels_last(x):
+    return x.stride(1) == 1 and x.is_contiguous(memory_format=torch.channels_last)
+
+
 def _recorded_channels_last(data, weight, out_shape):
     """Whether a channel-first convolution recorded for autograd in training mode on the CPU
     runs on a channels-last copy of its data: a 2-D one whose output a training plan would
@@ -191,7 +207,7 @@ def _recorded_channels_last(data, weight, out_shape):
         return False
     from .. import autograd                   # (which imports the operators)
     return (autograd.is_training() and channels_last_pays(out_shape) and channels_last_enabled()
-            and not data.is_contiguous(memory_format=torch.channels_last))
+            and not _laid_out_channels_last(data))
 
 
 def _convolution(p, data, weight, bias=None):
@@ -203,8 +219,8 @@ def _convolution(p, data, weight, bias=None):
     if not channel_last and _recorded_channels_last(data, weight, out_shape):
         # as a training plan runs it (plan.py): the same oneDNN kernels, so the same numbers
         # recorded imperatively as hybridized
-        return F.conv2d(data.contiguous(memory_format=torch.channels_last), weight, bias, stride,
-                        pad, dilate, p.num_group).contiguous()
+        return F.conv2d(to_channels_last(data), weight, bias, stride, pad, dilate,
+                        p.num_group).contiguous()
     if channel_last:
         data, weight = data.movedim(-1, 1), weight.movedim(-1, 1)
     out = _CONV[len(kernel)](data, weight, bias, stride, pad, dilate, p.num_group)
