@@ -14,8 +14,14 @@ tensor values, so a trace is given up for good (the eager function runs, as befo
   value while tracing (`bool(t)`, `t.item()`, `t.tolist()`, `numpy()` ...): data-dependent
   control flow, which the graph would freeze;
 * the graph holds an operator whose output shape depends on values (nonzero, masked_select,
-  unique, boolean indexing, ...): Python reading such a shape would be frozen too;
+  unique, boolean indexing, repeat_interleave by a tensor, ...): Python reading such a shape
+  would be frozen too;
 * the replay of the graph on the traced inputs differs from the traced run.
+
+Operators whose Python reads values by design while their output shapes follow from their
+inputs' (OpDef.reads_values: box_nms, MultiBoxDetection, Proposal, ...) are recorded instead as
+one opaque operator (`opaque`, mxtorch::opaque_call) that runs their forward at each replay, so
+detection networks with non-maximum suppression in the graph get their graph too.
 
 The inference plan keeps some derived tensors between calls (fusion.py: folded and packed
 convolution weights, values computed from parameters alone), each keyed on its source tensors'
@@ -395,6 +401,42 @@ class GraphForward:
         return out
 
 
+# ---- operators that read values, as opaque calls in a traced graph ---------------------------
+_OPAQUE = []           # handle -> [fn, whether it returns a tuple]
+
+
+@torch.library.custom_op('mxtorch::opaque_call', mutates_args=())
+def _opaque_call(handle: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Run the forward registered as `handle` on `inputs`; its outputs as a list (copies of any
+    that share memory with an input: an operator's outputs are its own)."""
+    entry = _OPAQUE[handle]
+    result = entry[0](*inputs)
+    entry[1] = isinstance(result, (tuple, list))
+    outs = list(result) if entry[1] else [result]
+    storages = {t.untyped_storage().data_ptr() for t in inputs}
+    return [o.clone() if o.untyped_storage().data_ptr() in storages else o for o in outs]
+
+
+def opaque(fn):
+    """fn(*tensors) (an operator's bound forward, OpDef.reads_values), recorded while an
+    inference graph is traced as one call of mxtorch::opaque_call: the tracer neither follows
+    its Python (which reads values, so a trace of it would freeze this input's decisions) nor
+    gives up on the graph; the graph calls fn itself each time it runs. Elsewhere fn as it is."""
+    entry = None
+
+    def call(*tensors):
+        nonlocal entry
+        if not getattr(_STATE, 'tracing', False):
+            return fn(*tensors)
+        if entry is None:
+            entry = [fn, None]
+            _OPAQUE.append(entry)
+            entry.append(len(_OPAQUE) - 1)
+        outs = torch.ops.mxtorch.opaque_call(entry[2], list(tensors))
+        return tuple(outs) if entry[1] else outs[0]
+    return call
+
+
 def onednn_graph_available():
     """Whether this PyTorch has the oneDNN Graph fuser for TorchScript (and it is wanted)."""
     return _onednn_mode() not in ('0', 'off', 'false', 'no') and \
@@ -470,7 +512,8 @@ def _trace(flat, example, extras):
         return None, 'the kept values changed while tracing', None
     for node in graph.graph.nodes():
         kind = node.kind()
-        if kind in _DYNAMIC_SHAPE or (kind == 'aten::index' and _boolean_index(node)):
+        if kind in _DYNAMIC_SHAPE and not _static_repeats(node) or \
+                (kind == 'aten::index' and _boolean_index(node)):
             return None, 'an output shape depends on values (%s)' % kind, None
     return _fixed_shapes(graph), None, kept[1]
 
@@ -500,6 +543,16 @@ def _fixed_shapes(function):
         return torch._C._create_function_from_graph('inference_graph', graph)
     except (RuntimeError, AttributeError, TypeError):
         return function
+
+
+def _static_repeats(node):
+    """Whether a node is repeat_interleave by a number of repeats (not a tensor of them): its
+    output shape follows from its input's."""
+    if node.kind() != 'aten::repeat_interleave':
+        return False
+    ins = list(node.inputs())
+    repeats = ins[1] if len(ins) > 1 else ins[0]
+    return not isinstance(repeats.type(), torch._C.TensorType)
 
 
 def _boolean_index(node):

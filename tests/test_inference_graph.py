@@ -72,6 +72,56 @@ def test_python_reading_values_or_value_shaped_outputs_stay_eager():
     assert forward.graph is None and forward.refused
 
 
+@pytest.mark.parametrize('onednn_graph', ['0', 'always'])
+def test_operators_reading_values_run_as_opaque_calls_in_the_graph(monkeypatch, onednn_graph):
+    """box_nms decides in Python which boxes to keep (OpDef.reads_values): the graph records it
+    as one opaque call, so the graph is used and each call's suppression follows its own data
+    (boxes that overlapped when traced no longer do, and the other way round)."""
+    monkeypatch.setenv('MXTORCH_ONEDNN_GRAPH', onednn_graph)
+    monkeypatch.setattr(inference_graph, 'PER_STEP_SECONDS', 1.0)
+    data = mx.sym.Variable('data')
+    scored = mx.sym.concat(mx.sym.sigmoid(mx.sym.slice_axis(data, axis=2, begin=0, end=1)),
+                           mx.sym.slice_axis(data, axis=2, begin=1, end=5) * 2, dim=2)
+    out = mx.sym.contrib.box_nms(scored, overlap_thresh=0.5, coord_start=1, score_index=0,
+                                 topk=4)
+    exe = _bind(out, data=(2, 6, 5))
+    rng = np.random.RandomState(3)
+
+    def boxes(spread):
+        corner = rng.uniform(0, 1, (2, 6, 2)) * spread
+        size = rng.uniform(1, 2, (2, 6, 2))
+        return np.concatenate([rng.randn(2, 6, 1), corner, corner + size], 2) / 2
+
+    for step in range(12):
+        exe.arg_dict['data'][:] = boxes(0.2 if step % 2 else 8.0)   # overlapping or apart
+        d = exe.arg_dict['data']
+        x = mx.nd.concat(mx.nd.sigmoid(d[:, :, :1]), d[:, :, 1:] * 2, dim=2)
+        want = mx.nd.contrib.box_nms(x, overlap_thresh=0.5, coord_start=1, score_index=0,
+                                     topk=4).asnumpy()
+        np.testing.assert_allclose(exe.forward()[0].asnumpy(), want, rtol=1e-5, atol=1e-6)
+    forward = exe._inference()
+    assert forward.refused is None and forward.graph is not None
+    assert forward.used + len(forward.trial or ()) > 0         # calls the graph ran (timed or not)
+    kept = (want[..., 0] != -1).sum(1)
+    assert 0 < kept.min() and kept.max() <= 4
+
+
+def test_repeat_by_a_number_is_traced(monkeypatch):
+    """repeat (torch's repeat_interleave by a number of repeats) has an output shape that
+    follows from its input's: unlike repeat_interleave by a tensor, it stays in the graph."""
+    monkeypatch.setenv('MXTORCH_ONEDNN_GRAPH', '0')
+    monkeypatch.setattr(inference_graph, 'PER_STEP_SECONDS', 1.0)
+    exe = _bind(mx.sym.repeat(mx.sym.Variable('data') * 3, repeats=2, axis=1), data=(2, 3))
+    rng = np.random.RandomState(2)
+    for _ in range(8):
+        d = rng.randn(2, 3).astype('float32')
+        exe.arg_dict['data'][:] = d
+        np.testing.assert_allclose(exe.forward()[0].asnumpy(), np.repeat(d * 3, 2, axis=1),
+                                   rtol=1e-6)
+    forward = exe._inference()
+    assert forward.refused is None and forward.graph is not None
+
+
 def test_switched_off(monkeypatch):
     monkeypatch.setenv('MXTORCH_GRAPH', '0')
     exe = _bind(_net(), data=(2, 3, 5, 5))

@@ -208,7 +208,7 @@ register(OpDef('_contrib_box_nms', _box_nms,
                        'out_format': _FORMAT},
                outputs=('output0', 'output1'), visible_outputs=1,
                infer_shape=_box_nms_shape,
-               aliases=('_contrib_box_non_maximum_suppression',)))
+               aliases=('_contrib_box_non_maximum_suppression',))).reads_values = True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,7 +251,7 @@ def _bipartite_shape(p, ins, outs):
 
 register(OpDef('_contrib_bipartite_matching', _bipartite_matching,
                params={'is_ascend': Bool(False), 'threshold': Float(), 'topk': Int(-1)},
-               outputs=('output0', 'output1'), infer_shape=_bipartite_shape))
+               outputs=('output0', 'output1'), infer_shape=_bipartite_shape)).reads_values = True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -458,4 +458,4 @@ register(OpDef('_contrib_MultiBoxTarget', _multibox_target,
                        'variances': FloatTuple((0.1, 0.1, 0.2, 0.2))},
                inputs=('anchor', 'label', 'cls_pred'),
                outputs=('loc_target', 'loc_mask', 'cls_target'),
-               infer_shape=_multibox_target_shape, head_grad='zero'))
+               infer_shape=_multibox_target_shape, head_grad='zero')).reads_values = True

@@ -107,7 +107,7 @@ register(OpDef('_contrib_MultiBoxDetection', _multibox_detection,
                        'nms_threshold': Float(0.5), 'force_suppress': Bool(False),
                        'variances': FloatTuple((0.1, 0.1, 0.2, 0.2)), 'nms_topk': Int(-1)},
                inputs=('cls_prob', 'loc_pred', 'anchor'),
-               infer_shape=_multibox_detection_shape, head_grad='zero'))
+               infer_shape=_multibox_detection_shape, head_grad='zero')).reads_values = True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,4 +256,4 @@ for _name, _multi in (('_contrib_Proposal', False), ('_contrib_MultiProposal', T
                    params=dict(_PROPOSAL_PARAMS), inputs=('cls_prob', 'bbox_pred', 'im_info'),
                    outputs=('output', 'score'),
                    visible_outputs=lambda p: 2 if p.output_score else 1,
-                   infer_shape=_proposal_shape(_multi), head_grad='zero'))
+                   infer_shape=_proposal_shape(_multi), head_grad='zero')).reads_values = True

@@ -85,6 +85,11 @@ class OpDef:
     # must not enter (custom operators, control flow over sub-executors): a compiled plan calls
     # such a step as it is, between compiled regions
     traceable = True
+    # the forward reads tensor values in Python (data-dependent control flow: box_nms's greedy
+    # suppression) while the shapes of its outputs follow from its inputs' shapes: an inference
+    # graph's trace records each call as one opaque operator that runs the forward as it is
+    # (inference_graph.opaque), instead of giving up on the whole graph
+    reads_values = False
     # ---- facts graph rewrites look up (fusion.py, symbol/optimize.py, symbol/json_format.py)
     # the op's first output is a new tensor it owns: a post-operation may overwrite it in place
     fresh_output = False
@@ -275,6 +280,9 @@ class OpDef:
             fn = functools.partial(self.forward, p, **kwargs)
         if not self.traceable:
             fn = _untraced(fn)
+        if self.reads_values:
+            from .. import inference_graph
+            fn = inference_graph.opaque(fn)
         return fn
 
 
