@@ -36,6 +36,7 @@ import functools
 
 import torch
 
+from .. import inference_graph
 from ..base import MXNetError
 from .params import parse_params
 
@@ -281,7 +282,6 @@ class OpDef:
         if not self.traceable:
             fn = _untraced(fn)
         if self.reads_values:
-            from .. import inference_graph
             fn = inference_graph.opaque(fn)
         return fn
 
