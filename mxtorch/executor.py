@@ -37,7 +37,8 @@ from .symbol.graph import topo_order
 from .symbol.infer import complete_zero_size_shapes, infer_graph_shapes, infer_graph_types
 from .symbol import optimize
 from .random import _generator_state, _set_generator_state
-from .plan import Plan, channels_last_enabled
+from .ops.conv import channels_last_enabled
+from .plan import Plan
 from .executor_sparse import StorageTypes
 from .symbol.placement import place_nodes
 from .util import is_np_shape

@@ -29,10 +29,7 @@ import collections
 import keyword
 import re
 
-import torch
-
-from .ops.conv import channels_last_enabled, channels_last_pays
-from .ops.conv import to_channels_last as _to_channels_last
+from .ops.conv import channels_last_pays, to_channels_last as _to_channels_last
 from .symbol.graph import topo_order
 
 

@@ -251,6 +251,7 @@ def test_compiled_bucketing_reaches_the_uncompiled_parameters(monkeypatch):
     for key in want:
         np.testing.assert_allclose(got[key], want[key], rtol=1e-6, atol=1e-6, err_msg=key)
 
+
 @pytest.mark.parametrize('traced_faster', [True, False])
 def test_traced_call_is_timed_against_the_compiled_plan(monkeypatch, traced_faster):
     """Once the compiled training plan is settled, the traced call (joint.py) is timed against
