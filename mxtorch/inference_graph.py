@@ -230,8 +230,7 @@ class GraphForward:
         if seconds is None:
             return None
         cheap = seconds <= min(MAX_SECONDS, PER_STEP_SECONDS * self.steps)
-        onednn = self.onednn_refused is None and seconds <= MAX_SECONDS and \
-            onednn_graph_available()
+        onednn = self._onednn_next()
         if self.choice == 'onednn' and onednn or self.choice == 'torch' and cheap:
             return self.choice
         if self.choice is None and onednn and _onednn_mode() == 'always':
@@ -290,6 +289,8 @@ class GraphForward:
         return out
 
     def _onednn_next(self):
+        """Whether a oneDNN graph is still to be tried for this forward (not refused, and an
+        eager call of MAX_SECONDS at most)."""
         seconds = self.eager_seconds or self.last_seconds
         return self.onednn_refused is None and onednn_graph_available() and \
             seconds is not None and seconds <= MAX_SECONDS

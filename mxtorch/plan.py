@@ -168,9 +168,13 @@ class Plan:
         self.heads = heads
         self.stat_steps = list(stat_steps)
         self.loss_steps = list(loss_steps)
-        self.source = self._generate(steps, heads,
-                                     [s.inputs + s.outputs[:1] for s in self.loss_steps])
+        self.source = self._generate(steps, heads, self._loss_values())
         self._channels_last = None
+
+    def _loss_values(self):
+        """Per loss step, the values the generated function returns for it: its inputs and
+        output."""
+        return [s.inputs + s.outputs[:1] for s in self.loss_steps]
 
     @property
     def channels_last_source(self):
@@ -179,9 +183,8 @@ class Plan:
         if self._channels_last is None:
             taken = set(self.input_names) | {v for s in self.steps for v in s.outputs} | \
                 {s.fn_name for s in self.steps} | set(_LAYOUT_FNS)
-            found = _channels_last_calls(
-                self.steps, self.heads, [s.inputs + s.outputs[:1] for s in self.loss_steps],
-                taken, self.value_shapes)
+            found = _channels_last_calls(self.steps, self.heads, self._loss_values(), taken,
+                                         self.value_shapes)
             self._channels_last = self._generate(*found) if found is not None else False
         return self._channels_last or None
 

@@ -198,6 +198,12 @@ def _laid_out_channels_last(x):
     return x.stride(1) == 1 and x.is_contiguous(memory_format=torch.channels_last)
 
 
+def _keeps_layout(p):
+    """keeps_layout of Convolution and Pooling: channel-first ones (torch's kernels return
+    channels-last data channels-last)."""
+    return p.layout not in _CHANNEL_LAST
+
+
 def _recorded_channels_last(data, weight, out_shape):
     """Whether a channel-first convolution recorded for autograd in training mode on the CPU
     runs on a channels-last copy of its data: a 2-D one whose output a training plan would
@@ -283,7 +289,7 @@ _CONVOLUTION = OpDef('Convolution', _convolution,
                      inputs=_conv_inputs, infer_shape=_convolution_shape)
 _CONVOLUTION.conv_geometry = _conv_fusable_geometry
 _CONVOLUTION.fresh_output = True
-_CONVOLUTION.keeps_layout = lambda p: p.layout not in _CHANNEL_LAST
+_CONVOLUTION.keeps_layout = _keeps_layout
 register(_CONVOLUTION)
 
 
@@ -501,8 +507,7 @@ def _max_pool(p, x, w):
     """Max over windows; padding and cells past it act as the dtype's lowest value."""
     pool = _MAX_POOL[len(w.kernel)]
     # (channels-last data, a training plan's, is pooled by that kernel as it lies)
-    if len(w.kernel) == 2 and _channels_last_pays(x) and \
-            not x.is_contiguous(memory_format=torch.channels_last):
+    if len(w.kernel) == 2 and _channels_last_pays(x) and not _laid_out_channels_last(x):
         pool = _max_pool2d_channels_last
     if w.torch_alike:
         return pool(x, w.kernel, w.stride, w.pad, ceil_mode=p.pooling_convention != 'valid')
@@ -599,7 +604,7 @@ register(OpDef('Pooling', _pooling,
                        'count_include_pad': Bool(None),
                        'layout': Enum(_CONV_LAYOUTS + ('NWC',), None)},
                outputs=_pooling_outputs, visible_outputs=1, infer_shape=_pooling_shape,
-               infer_type=_int32_index_type)).keeps_layout = lambda p: p.layout not in _CHANNEL_LAST
+               infer_type=_int32_index_type)).keeps_layout = _keeps_layout
 
 
 # ---------------------------------------------------------------------------------------------
