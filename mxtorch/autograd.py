@@ -12,7 +12,7 @@ import weakref
 
 import torch
 
-from . import int_grad
+from . import int_grad, joint
 from .base import MXNetError
 from .ndarray.ndarray import NDArray
 
@@ -273,9 +273,18 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # py
 
 
 def _leaf_grads(tensors, grads, leaves, retain_graph, train):
-    """The gradients of `tensors` w.r.t. the leaf tensors `leaves` (None where unreachable),
-    by torch's accumulation into their `.grad`: each is a tensor of its own (torch keeps the
-    computed gradient when nothing else holds it, else a copy)."""
+    """The gradients of `tensors` w.r.t. the leaf tensors `leaves` (None where unreachable):
+    where the graph is traced calls (hybridized blocks) below at most a few operators, run
+    without torch's engine (joint.leaf_grads); else by torch's accumulation into their
+    `.grad`: each is a tensor of its own (torch keeps the computed gradient when nothing else
+    holds it, else a copy)."""
+    try:
+        with _RecordingStateScope(False, train), torch.enable_grad():
+            direct = joint.leaf_grads(tensors, grads, retain_graph)
+    except RuntimeError as err:
+        raise MXNetError('autograd: %s' % err) from None
+    if direct is not None:
+        return [direct.get(id(t), _NO_GRAD)[1] for t in leaves]
     for t in leaves:
         t.grad = None
     try:
@@ -294,6 +303,7 @@ def _leaf_grads(tensors, grads, leaves, retain_graph, train):
     return results
 
 
+_NO_GRAD = (None, None)
 _storage_use_count = getattr(torch._C, '_storage_Use_Count', None)
 # torch's autograd engine: the heads and head gradients are checked by _parse_heads (each head
 # gradient has its head's shape, dtype and device), so backward calls it without
@@ -418,11 +428,13 @@ def _record_graph(graph, inputs, outputs, inline):
     `graph`'s outputs, computed from `inputs`, the tensors of its arguments then auxiliary
     states) either the graph's own operators (`inline`) or one cached-graph node, as MXNet
     records a CachedOp."""
-    if not any(t.requires_grad for t in outputs):
+    for t in outputs:
+        if t.requires_grad:
+            break
+    else:
         return
     if not inline:
-        from .ops.internal import cached_graph_op
-        rec = _Record(cached_graph_op(), {}, [_entry_of(t) for t in inputs])
+        rec = _Record(_cached_graph_op(), {}, [_entry_of(t) for t in inputs])
         for i, t in enumerate(outputs):
             t._mx_entry = (rec, i)
         return
@@ -438,6 +450,17 @@ def _record_graph(graph, inputs, outputs, inline):
                                         [_node_entry(entries, n, k) for n, k in node.inputs])
     for t, (node, k) in zip(outputs, graph._entries):
         t._mx_entry = _node_entry(entries, node, k)
+
+
+def _cached_graph_op():
+    global _CACHED_GRAPH_OP        # pylint: disable=global-statement
+    if _CACHED_GRAPH_OP is None:
+        from .ops.internal import cached_graph_op
+        _CACHED_GRAPH_OP = cached_graph_op()
+    return _CACHED_GRAPH_OP
+
+
+_CACHED_GRAPH_OP = None
 
 
 def _node_entry(entries, node, index):

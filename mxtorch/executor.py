@@ -441,10 +441,12 @@ class Executor:
                 any(kind != 'required' for kind in self._head_kinds):
             return None
         leaves = tuple(i for i, t in enumerate(tensors) if t.requires_grad)
+        entry = self._joint_calls_on.get(leaves)
+        if entry is not None and entry[1]:      # traced for these leaves, checked below then
+            return entry[1]
         if not leaves or any(not tensors[i].is_floating_point() or
                              int_grad.shadow(tensors[i]) is not None for i in leaves):
             return None
-        entry = self._joint_calls_on.get(leaves)
         if entry is None:
             entry = self._joint_calls_on[leaves] = [0, None]
         if entry[1] is None:

@@ -55,7 +55,10 @@ class Joint:
     def forward(self, inputs):
         """(heads, statistics, saved) for the arguments and auxiliary states `inputs`."""
         with torch.no_grad():
-            out = self.fw(*inputs)
+            return self.split(self.fw(*inputs))
+
+    def split(self, out):
+        """(heads, statistics, saved) from the outputs of the forward graph."""
         heads = out[:self.n_heads]
         stats, k = [], self.n_heads
         for size in self.stat_sizes:
@@ -185,7 +188,29 @@ def _clean(graph):
                 tuple(_val(node.args[0]).shape) == tuple(_val(node).shape):
             node.replace_all_uses_with(node.args[0])     # a view to the shape it has
             graph.erase_node(node)
+        elif node.target in (_ATEN.view.default, _ATEN.reshape.default) and \
+                _dropped_dims_sum(node.args[0], _val(node)):
+            src = node.args[0]          # (a view of a sum keeping its dimensions: a bias's
+            with graph.inserting_before(node):      # gradient of its own memory instead)
+                new = graph.call_function(_ATEN.sum.dim_IntList,
+                                          (src.args[0], src.args[1], False), dict(src.kwargs))
+            new.meta = dict(node.meta)
+            node.replace_all_uses_with(new)
+            graph.erase_node(node)
     graph.eliminate_dead_code()
+
+
+def _dropped_dims_sum(node, val):
+    """Whether `node` is a sum over dimensions kept as 1s, used once, whose result viewed
+    without those dimensions has the shape of `val`."""
+    if not isinstance(node, fx.Node) or node.target is not _ATEN.sum.dim_IntList or \
+            len(node.users) != 1 or len(node.args) != 3 or node.args[2] is not True or \
+            val is None or _val(node) is None:
+        return False
+    rank = _val(node).dim()
+    dims = {d % rank for d in node.args[1]} if node.args[1] else set(range(rank))
+    kept = [n for d, n in enumerate(_val(node).shape) if d not in dims]
+    return tuple(kept) == tuple(val.shape)
 
 
 def _graph_module(gm, inputs, nodes, outputs):
@@ -334,7 +359,8 @@ def compare(joint, forward, inputs, leaf_positions, seeds, tangents, node=False,
     and the best time of each (interleaved rounds, up to seven within `budget` seconds but at
     least three unless they take over MIN_ROUNDS_WITHIN seconds: the least disturbed on a busy
     machine, where one round of a slow call is a coin toss;
-    node=True times the traced call as one autograd node, as Gluon's blocks run it)."""
+    node=True times the traced call as one autograd node differentiated by leaf_grads, as
+    Gluon's blocks run it)."""
     device = next((x.device for x in inputs if x.is_cuda), torch.device('cpu'))
     state = _generator_state(device)
     copies = [x.detach().clone() for x in inputs]
@@ -362,9 +388,8 @@ def compare(joint, forward, inputs, leaf_positions, seeds, tangents, node=False,
             primals[i] = primals[i].detach().requires_grad_()
         with torch.enable_grad():
             heads = call(joint, forward, lambda stats: None, leaf_positions, primals)
-            torch.autograd.grad([heads[k] for k in joint.tangent_heads],
-                                [primals[i] for i in leaf_positions],
-                                [tangents[k] for k in joint.tangent_heads], allow_unused=True)
+        leaf_grads([heads[k] for k in joint.tangent_heads],
+                   [tangents[k] for k in joint.tangent_heads], False)
     if device.type == 'cuda':    # a GPU's kernels run asynchronously: time them to their end
         clock = _synced_clock(device)
     else:
@@ -419,9 +444,10 @@ class _Call(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, joint, eager, after, leaf_positions, *tensors):  # pylint: disable=arguments-differ
-        heads, stats, saved = joint.forward(tensors)
+        heads, stats, saved = joint.split(joint.fw(*tensors))    # (autograd runs it no_grad)
         ctx.joint, ctx.eager, ctx.after, ctx.leaf_positions = joint, eager, after, leaf_positions
         ctx.stats, ctx.saved, ctx.n = stats, saved, len(tensors)
+        ctx.tangent_shapes = [heads[k].shape for k in joint.tangent_heads]
         ctx.save_for_backward(*tensors)
         ctx.mark_non_differentiable(*[h for k, h in enumerate(heads)
                                       if k not in joint.tangent_heads])
@@ -439,6 +465,8 @@ class _Call(torch.autograd.Function):
                                             [tensors[i] for i in ctx.leaf_positions], given,
                                             create_graph=True, allow_unused=True)
         else:
+            if ctx.saved is None:
+                raise RuntimeError(_SPENT)
             found = joint.backward(ctx.saved, given)
         ctx.after(ctx.stats)
         grads = [None] * ctx.n
@@ -447,6 +475,136 @@ class _Call(torch.autograd.Function):
         return (None, None, None, None) + tuple(grads)
 
 
+# torch.autograd.Function.apply less its Python prologue (functorch's unwrapping of dead
+# wrappers, which only tensors of a functorch transform can be)
+_APPLY = super(torch.autograd.Function, _Call).apply
+_FUNCTORCH_ACTIVE = torch._C._are_functorch_transforms_active
+
+
 def call(joint, eager, after, leaf_positions, tensors):
     """The heads of `joint` on `tensors`, recorded by autograd as one node (see _Call)."""
-    return _Call.apply(joint, eager, after, leaf_positions, *tensors)
+    if _FUNCTORCH_ACTIVE():
+        return _Call.apply(joint, eager, after, leaf_positions, *tensors)
+    return _APPLY(joint, eager, after, leaf_positions, *tensors)
+
+
+_NODE = _Call._backward_cls
+_ACCUMULATE = 'AccumulateGrad'
+MAX_NATIVE = 16     # autograd nodes above the traced calls that leaf_grads walks at most
+_SPENT = ('Trying to backward through the graph a second time (or directly access saved '
+          'tensors after they have already been freed); specify retain_graph=True the first '
+          'time')
+
+
+def leaf_grads(heads, grads, retain_graph):
+    """The gradients of `heads` (seeded with `grads`) for the leaves of their graph, without
+    torch's engine where the graph is traced calls (_Call nodes) down to the leaves, with at
+    most MAX_NATIVE other autograd nodes above them (a loss computed operator by operator):
+    those run as one torch.autograd.grad call that stops at the traced calls, then each
+    call's backward graph runs directly, in order, its gradients passed on by the graph's
+    edges. A dict id(leaf tensor) -> (leaf, gradient), or None where the graph is of another
+    shape (any other node below a traced call, a leaf reached from an operator, a head that
+    is a leaf); nothing has run then."""
+    seeds, top, top_grads, frontier = {}, [], [], []
+    for head, g in zip(heads, grads):
+        fn = head.grad_fn
+        if fn.__class__ is _NODE:
+            _add(seeds, (fn, head.output_nr), g)
+        elif fn is None:
+            return None
+        else:
+            top.append(head)
+            top_grads.append(g)
+    if top and not _frontier([h.grad_fn for h in top], frontier):
+        return None
+    order = _call_order([fn for fn, _ in seeds] + [fn for fn, _ in frontier])
+    if order is None:
+        return None
+    if top:
+        from torch.autograd.graph import GradientEdge
+        found = torch.autograd.grad(top, [GradientEdge(fn, k) for fn, k in frontier],
+                                    top_grads, retain_graph=retain_graph, allow_unused=True)
+        for edge, g in zip(frontier, found):
+            if g is not None:
+                _add(seeds, edge, g)
+    out = {}
+    for fn in order:
+        if fn.saved is None:
+            raise RuntimeError(_SPENT)
+        given = []
+        for k, shape, (dtype, device) in zip(fn.joint.tangent_heads, fn.tangent_shapes,
+                                             fn.joint.tangent_specs):
+            g = seeds.pop((fn, k), None)
+            given.append(torch.zeros(shape, dtype=dtype, device=device) if g is None else g)
+        found = fn.joint.backward(fn.saved, given)
+        fn.after(fn.stats)
+        if not retain_graph:
+            fn.saved = fn.stats = None
+        edges = fn.next_functions
+        for i, g in zip(fn.leaf_positions, found):
+            nxt = edges[i][0]
+            if g is None or nxt is None:
+                continue
+            if nxt.__class__ is _NODE:
+                _add(seeds, (nxt, edges[i][1]), g)
+            else:
+                leaf = nxt.variable
+                if id(leaf) in out:
+                    g = out[id(leaf)][1] + g
+                out[id(leaf)] = (leaf, g)
+    return out
+
+
+def _add(table, key, g):
+    old = table.get(key)
+    table[key] = g if old is None else old + g
+
+
+def _frontier(fns, frontier):
+    """Collect in `frontier` the (traced call node, output) edges that the autograd nodes
+    above them (`fns` and what they lead to) reach; False where those reach a leaf or number
+    more than MAX_NATIVE."""
+    seen, stack = set(), list(fns)
+    edges = set()
+    while stack:
+        fn = stack.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        if len(seen) > MAX_NATIVE or fn.__class__.__name__ == _ACCUMULATE:
+            return False
+        for nxt, k in fn.next_functions:
+            if nxt is None:
+                continue
+            if nxt.__class__ is _NODE:
+                if (nxt, k) not in edges:
+                    edges.add((nxt, k))
+                    frontier.append((nxt, k))
+            else:
+                stack.append(nxt)
+    return bool(frontier)
+
+
+def _call_order(fns):
+    """The traced call nodes below `fns`, each before the calls whose outputs it takes (a
+    reverse post-order), or None where one leads to another kind of node."""
+    order, done = [], set()
+    for root in fns:
+        stack = [(root, False)]
+        while stack:
+            fn, expanded = stack.pop()
+            if expanded:
+                order.append(fn)
+                continue
+            if fn in done:
+                continue
+            if fn.__class__ is not _NODE or getattr(fn, 'joint', None) is None:
+                return None
+            done.add(fn)
+            stack.append((fn, True))
+            for nxt, _ in fn.next_functions:
+                if nxt is not None and nxt not in done and \
+                        nxt.__class__.__name__ != _ACCUMULATE:
+                    stack.append((nxt, False))
+    order.reverse()
+    return order

@@ -273,3 +273,114 @@ def test_speed_check_times_three_rounds_at_least(monkeypatch):
     monkeypatch.setattr(joint, 'MIN_ROUNDS_WITHIN', 0.0)
     _train(_mlp(), _batches(1), steps=3)
     assert len(calls) == 1 + 1
+
+
+def _spy_direct(monkeypatch):
+    """Record for each joint.leaf_grads call whether it ran the backward itself."""
+    used = []
+    original = joint.leaf_grads
+
+    def spy(*args):
+        out = original(*args)
+        used.append(out is not None)
+        return out
+    monkeypatch.setattr(joint, 'leaf_grads', spy)
+    return used
+
+
+def _two_stage_train(hybrid_loss, steps=6):
+    """A hybridized body (Dense, BatchNorm, relu) whose output feeds two hybridized heads
+    sharing one weight, each with the loss (hybridized or not), summed imperatively: traced
+    calls under a few operators, one leaf reached from two calls, one call's output used
+    twice."""
+    from mxtorch import autograd, gluon
+    mx.random.seed(3)
+    body = gluon.nn.HybridSequential(prefix='body_')
+    with body.name_scope():
+        body.add(gluon.nn.Dense(32), gluon.nn.BatchNorm(), gluon.nn.Activation('relu'))
+    head = gluon.nn.Dense(10, prefix='head_')
+    twin = gluon.nn.Dense(10, prefix='head_', params=head.collect_params())
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    params = body.collect_params()
+    params.update(head.collect_params())
+    params.initialize(mx.init.Xavier())
+    for block in (body, head, twin) + ((loss_fn,) if hybrid_loss else ()):
+        block.hybridize(static_alloc=True, static_shape=True)
+    trainer = gluon.Trainer(params, 'sgd', {'learning_rate': 0.1, 'momentum': 0.9})
+    rng = np.random.RandomState(0)
+    x, y = mx.nd.array(rng.randn(16, 20)), mx.nd.array(rng.randint(0, 10, 16))
+    for _ in range(steps):
+        with autograd.record():
+            h = body(x)
+            loss = loss_fn(head(h), y) + loss_fn(twin(h), y) * 0.5
+        loss.backward()
+        trainer.step(16)
+    return {k: v.data().asnumpy() for k, v in params.items()}
+
+
+@pytest.mark.parametrize('hybrid_loss', [True, False])
+def test_gluon_backward_runs_traced_calls_without_torchs_engine(eager, monkeypatch,
+                                                                  hybrid_loss):
+    """mx.autograd.backward runs the traced calls' backward graphs itself (joint.leaf_grads)
+    and gives what torch's engine gives through the eager calls: a weight shared by two
+    calls gets both gradients, an output used twice both seeds, BatchNorm's statistics move
+    once a step."""
+    used = _spy_direct(monkeypatch)
+    traced = _two_stage_train(hybrid_loss)
+    assert used and used[-1] is True
+    eager()
+    used.clear()
+    plain = _two_stage_train(hybrid_loss)
+    assert not any(used)
+    _assert_same(traced, plain)
+    assert not np.allclose(traced['body_batchnorm0_running_mean'], 0)
+
+
+def _traced_dense(steps=5):
+    from mxtorch import autograd, gluon
+    net = gluon.nn.Dense(3, in_units=4)
+    net.initialize(mx.init.Constant(0.1))
+    net.hybridize(static_alloc=True)
+    x = mx.nd.array(np.arange(8, dtype=np.float32).reshape(2, 4) / 8)
+    for _ in range(steps):
+        with autograd.record():
+            y = net(x)
+        y.backward()
+    executor = list(net._cached.bindings.values())[0].executor
+    assert any(isinstance(e[1], joint.Joint) for e in executor._joint_calls_on.values())
+    return net, x
+
+
+def test_direct_backward_keeps_retain_graph_grad_add_and_a_spent_graph_error(monkeypatch):
+    from mxtorch import autograd
+    used = _spy_direct(monkeypatch)
+    net, x = _traced_dense()
+    net.collect_params().setattr('grad_req', 'add')
+    net.collect_params().zero_grad()
+    with autograd.record():
+        y = net(x)
+        z = (y * y).sum()
+    z.backward(retain_graph=True)
+    z.backward()
+    assert used[-2:] == [True, True]
+    xs = np.arange(8, dtype=np.float32).reshape(2, 4) / 8
+    yv = xs @ np.full((4, 3), 0.1, np.float32)            # (Constant leaves the bias 0)
+    np.testing.assert_allclose(net.weight.grad().asnumpy(), 2 * (2 * yv).T @ xs, rtol=1e-5)
+    np.testing.assert_allclose(net.bias.grad().asnumpy(), 2 * (2 * yv).sum(0), rtol=1e-5)
+    with pytest.raises(mx.MXNetError, match='second time'):
+        y.backward()                     # the call's saved values went with the first graph
+
+
+def test_a_leaf_reached_by_an_operator_takes_torchs_engine(monkeypatch):
+    """A penalty on a weight computed imperatively above the traced call reaches a leaf from
+    an operator: the backward falls back to torch's engine and both gradients add up."""
+    from mxtorch import autograd
+    used = _spy_direct(monkeypatch)
+    net, x = _traced_dense()
+    with autograd.record():
+        z = net(x).sum() + (net.weight.data() ** 2).sum()
+    z.backward()
+    assert used[-1] is False
+    xs = np.arange(8, dtype=np.float32).reshape(2, 4) / 8
+    np.testing.assert_allclose(net.weight.grad().asnumpy(),
+                               np.ones((2, 3), np.float32).T @ xs + 0.2, rtol=1e-5)

@@ -804,7 +804,8 @@ class HybridBlock(Block):
             # F.np / F.npx are mx.np / mx.npx): mxtorch traces graphs of classic operators only
             if self._active and not is_np_array():
                 if ctxs is None:
-                    ctxs = {first}.union(a._ctx for a in args) if args else ()
+                    ctxs = () if all(a._ctx is first for a in args) else \
+                        {first}.union(a._ctx for a in args)
                 if len(ctxs) > 1:
                     raise ValueError('Find multiple contexts in the input, After hybridized, '
                                      'the HybridBlock only supports one input context. You can '
