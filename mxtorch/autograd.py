@@ -279,8 +279,8 @@ def _leaf_grads(tensors, grads, leaves, retain_graph, train):
     `.grad`: each is a tensor of its own (torch keeps the computed gradient when nothing else
     holds it, else a copy)."""
     try:
-        with _RecordingStateScope(False, train), torch.enable_grad():
-            direct = joint.leaf_grads(tensors, grads, retain_graph)
+        direct = joint.leaf_grads(tensors, grads, retain_graph,
+                                  lambda: _RecordingStateScope(False, train))
     except RuntimeError as err:
         raise MXNetError('autograd: %s' % err) from None
     if direct is not None:

@@ -421,7 +421,8 @@ class Executor:
             plan = self._plan
             traced = self._joint_on(tensors) if is_train and torch.is_grad_enabled() else None
             if traced is not None:        # the traced call, as one node of the caller's graph
-                after = functools.partial(self._update_aux, plan, tensors[len(self.arg_arrays):])
+                after = functools.partial(self._update_aux, plan, tensors[len(
+                    self.arg_arrays):]) if plan.stat_steps else None
                 return list(joint.call(traced, fn.fn, after, traced.leaf_positions, tensors))
             heads, stats, _ = fn(*tensors)
         if self._storage is not None and not keep_sparse:

@@ -19,6 +19,7 @@ result is checked once against the eager call on copies of the inputs (values, s
 gradients to float rounding) before it is used; anything that fails (an operator the tracer
 cannot follow, a mismatch) leaves the executor on its eager path, said once at debug level.
 """
+import contextlib
 import logging
 import math
 import operator
@@ -43,10 +44,13 @@ MIN_ROUNDS_WITHIN = 2.0     # seconds within which compare() times three rounds 
 class Joint:
     """The traced forward and backward of one training call."""
 
-    def __init__(self, fw, bw, n_heads, stat_sizes, grad_mask, tangent_heads, tangent_specs):
+    def __init__(self, fw, bw, n_heads, stat_sizes, grad_mask, tangent_heads, tangent_specs,
+                 tangent_shapes):
         self.fw, self.bw = fw.fn, bw.fn
         self.code = fw.code + bw.code         # (their generated source)
         self.tangent_specs = tangent_specs    # (dtype, device) of each head gradient taken
+        self.tangent_shapes = tangent_shapes  # and its shape
+        self.other_heads = [k for k in range(n_heads) if k not in tangent_heads]
         self.n_heads = n_heads
         self.stat_sizes = stat_sizes          # outputs of each statistics step
         self.grad_mask = grad_mask            # per leaf: whether it gets a gradient
@@ -72,7 +76,12 @@ class Joint:
         tangents = [t.to(dtype=dtype, device=device)
                     for t, (dtype, device) in zip(tangents, self.tangent_specs)]
         with torch.no_grad():
-            grads = iter(self.bw(*saved, *tangents))
+            return self.run_backward(saved, tangents)
+
+    def run_backward(self, saved, tangents):
+        """backward() for head gradients of the tangents' dtypes and devices already, in
+        torch's no-grad mode."""
+        grads = iter(self.bw(*saved, *tangents))
         return [next(grads) if has else None for has in self.grad_mask]
 
 
@@ -140,7 +149,8 @@ def _split(gm, n_inputs, tangent_heads, n_heads, stat_sizes, grad_mask):
                        fwd_outs + saved)
     bw = _graph_module(gm, saved + tangents, backward_nodes, grads)
     specs = [(_val(t).dtype, _val(t).device) for t in tangents]
-    return Joint(fw, bw, n_heads, stat_sizes, grad_mask, tangent_heads, specs)
+    return Joint(fw, bw, n_heads, stat_sizes, grad_mask, tangent_heads, specs,
+                 [tuple(_val(t).shape) for t in tangents])
 
 
 def _mutates(node):
@@ -387,7 +397,7 @@ def compare(joint, forward, inputs, leaf_positions, seeds, tangents, node=False,
         for i in leaf_positions:
             primals[i] = primals[i].detach().requires_grad_()
         with torch.enable_grad():
-            heads = call(joint, forward, lambda stats: None, leaf_positions, primals)
+            heads = call(joint, forward, None, leaf_positions, primals)
         leaf_grads([heads[k] for k in joint.tangent_heads],
                    [tangents[k] for k in joint.tangent_heads], False)
     if device.type == 'cuda':    # a GPU's kernels run asynchronously: time them to their end
@@ -438,20 +448,19 @@ def _close(a, b):
 class _Call(torch.autograd.Function):
     """A Joint as one node of a larger autograd graph (a hybridized Gluon block's call inside
     record()): the forward graph now, the backward graph when the head gradients arrive, then
-    `after(stats)` (BatchNorm's moving statistics change in the backward, as in MXNet). Under
-    create_graph the backward recomputes the call eagerly, so that its gradients can be
-    differentiated again."""
+    `after(stats)` unless it is None (BatchNorm's moving statistics change in the backward, as
+    in MXNet). Under create_graph the backward recomputes the call eagerly, so that its
+    gradients can be differentiated again."""
 
     @staticmethod
     def forward(ctx, joint, eager, after, leaf_positions, *tensors):  # pylint: disable=arguments-differ
         heads, stats, saved = joint.split(joint.fw(*tensors))    # (autograd runs it no_grad)
         ctx.joint, ctx.eager, ctx.after, ctx.leaf_positions = joint, eager, after, leaf_positions
         ctx.stats, ctx.saved, ctx.n = stats, saved, len(tensors)
-        ctx.tangent_shapes = [heads[k].shape for k in joint.tangent_heads]
         ctx.save_for_backward(*tensors)
-        ctx.mark_non_differentiable(*[h for k, h in enumerate(heads)
-                                      if k not in joint.tangent_heads])
-        return tuple(heads)
+        if joint.other_heads:
+            ctx.mark_non_differentiable(*[heads[k] for k in joint.other_heads])
+        return heads
 
     @staticmethod
     def backward(ctx, *head_grads):  # pylint: disable=arguments-differ
@@ -468,7 +477,8 @@ class _Call(torch.autograd.Function):
             if ctx.saved is None:
                 raise RuntimeError(_SPENT)
             found = joint.backward(ctx.saved, given)
-        ctx.after(ctx.stats)
+        if ctx.after is not None:
+            ctx.after(ctx.stats)
         grads = [None] * ctx.n
         for i, g in zip(ctx.leaf_positions, found):
             grads[i] = g
@@ -489,6 +499,8 @@ def call(joint, eager, after, leaf_positions, tensors):
 
 
 _NODE = _Call._backward_cls
+_EDGE = torch.autograd.graph.GradientEdge
+_ENGINE = getattr(torch.autograd.Variable, '_execution_engine', None)
 _ACCUMULATE = 'AccumulateGrad'
 MAX_NATIVE = 16     # autograd nodes above the traced calls that leaf_grads walks at most
 _SPENT = ('Trying to backward through the graph a second time (or directly access saved '
@@ -496,15 +508,16 @@ _SPENT = ('Trying to backward through the graph a second time (or directly acces
           'time')
 
 
-def leaf_grads(heads, grads, retain_graph):
+def leaf_grads(heads, grads, retain_graph, scope=contextlib.nullcontext):
     """The gradients of `heads` (seeded with `grads`) for the leaves of their graph, without
     torch's engine where the graph is traced calls (_Call nodes) down to the leaves, with at
     most MAX_NATIVE other autograd nodes above them (a loss computed operator by operator):
     those run as one torch.autograd.grad call that stops at the traced calls, then each
     call's backward graph runs directly, in order, its gradients passed on by the graph's
-    edges. A dict id(leaf tensor) -> (leaf, gradient), or None where the graph is of another
-    shape (any other node below a traced call, a leaf reached from an operator, a head that
-    is a leaf); nothing has run then."""
+    edges (`scope()`: the context the operators' backward runs in). A dict id(leaf tensor)
+    -> (leaf, gradient), or None where the graph is of another shape (any other node below a
+    traced call, a leaf reached from an operator, a head that is a leaf); nothing has run
+    then."""
     seeds, top, top_grads, frontier = {}, [], [], []
     for head, g in zip(heads, grads):
         fn = head.grad_fn
@@ -521,37 +534,44 @@ def leaf_grads(heads, grads, retain_graph):
     if order is None:
         return None
     if top:
-        from torch.autograd.graph import GradientEdge
-        found = torch.autograd.grad(top, [GradientEdge(fn, k) for fn, k in frontier],
-                                    top_grads, retain_graph=retain_graph, allow_unused=True)
+        edges = tuple(_EDGE(fn, k) for fn, k in frontier)
+        with scope():
+            if _ENGINE is None:
+                found = torch.autograd.grad(top, edges, top_grads, retain_graph=retain_graph,
+                                            allow_unused=True)
+            else:   # the engine torch.autograd.grad calls (heads and gradients are checked)
+                found = _ENGINE.run_backward(tuple(top), tuple(top_grads), retain_graph,
+                                             False, edges, True, False)
         for edge, g in zip(frontier, found):
             if g is not None:
                 _add(seeds, edge, g)
     out = {}
-    for fn in order:
-        if fn.saved is None:
-            raise RuntimeError(_SPENT)
-        given = []
-        for k, shape, (dtype, device) in zip(fn.joint.tangent_heads, fn.tangent_shapes,
-                                             fn.joint.tangent_specs):
-            g = seeds.pop((fn, k), None)
-            given.append(torch.zeros(shape, dtype=dtype, device=device) if g is None else g)
-        found = fn.joint.backward(fn.saved, given)
-        fn.after(fn.stats)
-        if not retain_graph:
-            fn.saved = fn.stats = None
-        edges = fn.next_functions
-        for i, g in zip(fn.leaf_positions, found):
-            nxt = edges[i][0]
-            if g is None or nxt is None:
-                continue
-            if nxt.__class__ is _NODE:
-                _add(seeds, (nxt, edges[i][1]), g)
-            else:
-                leaf = nxt.variable
-                if id(leaf) in out:
-                    g = out[id(leaf)][1] + g
-                out[id(leaf)] = (leaf, g)
+    with torch.no_grad():
+        for fn, edges in order:
+            if fn.saved is None:
+                raise RuntimeError(_SPENT)
+            joint = fn.joint
+            given = []
+            for k, shape, (dtype, device) in zip(joint.tangent_heads, joint.tangent_shapes,
+                                                 joint.tangent_specs):
+                g = seeds.pop((fn, k), None)
+                given.append(torch.zeros(shape, dtype=dtype, device=device) if g is None
+                             else g)
+            found = joint.run_backward(fn.saved, given)
+            if fn.after is not None:
+                fn.after(fn.stats)
+            if not retain_graph:
+                fn.saved = fn.stats = None
+            for i, g in zip(fn.leaf_positions, found):
+                nxt, k = edges[i]
+                if g is None or nxt is None:
+                    continue
+                if nxt.__class__ is _NODE:
+                    _add(seeds, (nxt, k), g)
+                else:
+                    key = id(nxt.variable)
+                    old = out.get(key)
+                    out[key] = (nxt.variable, g) if old is None else (old[0], old[1] + g)
     return out
 
 
@@ -586,25 +606,27 @@ def _frontier(fns, frontier):
 
 
 def _call_order(fns):
-    """The traced call nodes below `fns`, each before the calls whose outputs it takes (a
-    reverse post-order), or None where one leads to another kind of node."""
+    """The traced call nodes below `fns` with their edges (next_functions), each before the
+    calls whose outputs it takes (a reverse post-order), or None where one leads to another
+    kind of node."""
     order, done = [], set()
     for root in fns:
-        stack = [(root, False)]
+        stack = [(root, None)]
         while stack:
-            fn, expanded = stack.pop()
-            if expanded:
-                order.append(fn)
+            fn, edges = stack.pop()
+            if edges is not None:
+                order.append((fn, edges))
                 continue
             if fn in done:
                 continue
             if fn.__class__ is not _NODE or getattr(fn, 'joint', None) is None:
                 return None
             done.add(fn)
-            stack.append((fn, True))
-            for nxt, _ in fn.next_functions:
+            edges = fn.next_functions
+            stack.append((fn, edges))
+            for nxt, _ in edges:
                 if nxt is not None and nxt not in done and \
                         nxt.__class__.__name__ != _ACCUMULATE:
-                    stack.append((nxt, False))
+                    stack.append((nxt, None))
     order.reverse()
     return order
