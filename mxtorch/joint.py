@@ -445,6 +445,9 @@ def _close(a, b):
     return torch.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True)
 
 
+_RECORDED = [False]     # whether a traced call was recorded as an autograd node yet
+
+
 class _Call(torch.autograd.Function):
     """A Joint as one node of a larger autograd graph (a hybridized Gluon block's call inside
     record()): the forward graph now, the backward graph when the head gradients arrive, then
@@ -455,6 +458,7 @@ class _Call(torch.autograd.Function):
     @staticmethod
     def forward(ctx, joint, eager, after, leaf_positions, *tensors):  # pylint: disable=arguments-differ
         heads, stats, saved = joint.split(joint.fw(*tensors))    # (autograd runs it no_grad)
+        _RECORDED[0] = True
         ctx.joint, ctx.eager, ctx.after, ctx.leaf_positions = joint, eager, after, leaf_positions
         ctx.stats, ctx.saved, ctx.n = stats, saved, len(tensors)
         ctx.save_for_backward(*tensors)
@@ -518,6 +522,8 @@ def leaf_grads(heads, grads, retain_graph, scope=contextlib.nullcontext):
     -> (leaf, gradient), or None where the graph is of another shape (any other node below a
     traced call, a leaf reached from an operator, a head that is a leaf); nothing has run
     then."""
+    if not _RECORDED[0]:            # (no traced call was ever recorded: imperative graphs)
+        return None
     seeds, top, top_grads, frontier = {}, [], [], []
     for head, g in zip(heads, grads):
         fn = head.grad_fn
@@ -591,7 +597,7 @@ def _frontier(fns, frontier):
         if fn in seen:
             continue
         seen.add(fn)
-        if len(seen) > MAX_NATIVE or fn.__class__.__name__ == _ACCUMULATE:
+        if len(seen) > MAX_NATIVE:
             return False
         for nxt, k in fn.next_functions:
             if nxt is None:
@@ -600,6 +606,8 @@ def _frontier(fns, frontier):
                 if (nxt, k) not in edges:
                     edges.add((nxt, k))
                     frontier.append((nxt, k))
+            elif nxt.__class__.__name__ == _ACCUMULATE:
+                return False
             else:
                 stack.append(nxt)
     return bool(frontier)
