@@ -384,3 +384,44 @@ def test_a_leaf_reached_by_an_operator_takes_torchs_engine(monkeypatch):
     xs = np.arange(8, dtype=np.float32).reshape(2, 4) / 8
     np.testing.assert_allclose(net.weight.grad().asnumpy(),
                                np.ones((2, 3), np.float32).T @ xs + 0.2, rtol=1e-5)
+
+
+def test_direct_backward_two_heads_of_one_call_given_gradients_and_an_input_gradient(
+        eager, monkeypatch):
+    """Both outputs of one traced call as heads, with head gradients given, and the input's
+    own gradient (attach_grad): what torch's engine gives through the eager call."""
+    from mxtorch import autograd, gluon
+
+    class TwoHeads(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.body = gluon.nn.Dense(8, in_units=5, activation='tanh')
+                self.a = gluon.nn.Dense(3, in_units=8)
+                self.b = gluon.nn.Dense(2, in_units=8)
+
+        def hybrid_forward(self, F, x):
+            h = self.body(x)
+            return self.a(h), self.b(h)
+
+    def run():
+        mx.random.seed(5)
+        net = TwoHeads(prefix='two_')
+        net.initialize(mx.init.Xavier())
+        net.hybridize(static_alloc=True)
+        rng = np.random.RandomState(1)
+        x = mx.nd.array(rng.randn(4, 5))
+        ga, gb = mx.nd.array(rng.randn(4, 3)), mx.nd.array(rng.randn(4, 2))
+        for _ in range(5):
+            x.attach_grad()
+            with autograd.record():
+                a, b = net(x)
+            autograd.backward([a, b], [ga, gb])
+        grads = {k: v.grad().asnumpy() for k, v in net.collect_params().items()}
+        grads['x'] = x.grad.asnumpy()
+        return grads
+    used = _spy_direct(monkeypatch)
+    traced = run()
+    assert used[-1] is True
+    eager()
+    _assert_same(traced, run())
