@@ -4,7 +4,6 @@ optimizer, grad_req write and add, two devices, bucketing, BatchNorm, Dropout, h
 given by the user), and where it cannot be traced the executor stays on its eager path."""
 import numpy as np
 import pytest
-import torch
 
 import mxtorch as mx
 from mxtorch import executor as executor_mod
