@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checks and timings that need a GPU, as one prepared run for a lent GPU machine (the device
 # tool runs it in the repository root; its image has Python, PyTorch with CUDA, NumPy and pytest,
-# and no network). About 8 minutes: the CUDA-graph and GPU tests, then bench_gpu.py's rows.
+# and no network). About 9 minutes: the CUDA-graph and GPU tests, bench_gpu.py's rows, then
+# bench_gluon.py's Gluon steps on the GPU.
 #
 #   bash benchmarks/gpu_session.sh [ROW ...]      (results under $OUT, else /tmp/gpu_session)
 set -o pipefail
@@ -19,5 +20,7 @@ torch.__version__, torch.cuda.get_device_name(0), 'mxtorch', mxtorch.__mxtorch_v
 timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_graphs.py tests/test_joint.py \
     tests/test_executor_placement.py tests/test_optimizer.py -k "gpu or cuda or capture or traced" \
     2>&1 | tee "$OUT/tests.txt"
-timeout 360 python3 benchmarks/bench_gpu.py "${ROWS[@]}" --rounds 7 --seconds 0.5 2>&1 \
+timeout 300 python3 benchmarks/bench_gpu.py "${ROWS[@]}" --rounds 7 --seconds 0.5 2>&1 \
     | tee "$OUT/bench_gpu.txt"
+timeout 90 python3 benchmarks/bench_gluon.py --ctx gpu --rounds 5 --seconds 0.3 2>&1 \
+    | tee "$OUT/bench_gluon_gpu.txt"
