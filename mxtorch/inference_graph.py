@@ -410,12 +410,11 @@ _OPAQUE = []           # handle -> [fn, whether it returns a tuple]
 def _opaque_call(handle: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     """Run the forward registered as `handle` on `inputs`; its outputs as a list (copies of any
     that share memory with an input: an operator's outputs are its own)."""
+    from .ndarray.ndarray import _fresh       # (which imports the operators, and so this)
     entry = _OPAQUE[handle]
     result = entry[0](*inputs)
     entry[1] = isinstance(result, (tuple, list))
-    outs = list(result) if entry[1] else [result]
-    storages = {t.untyped_storage().data_ptr() for t in inputs}
-    return [o.clone() if o.untyped_storage().data_ptr() in storages else o for o in outs]
+    return [_fresh(o, inputs) for o in (result if entry[1] else [result])]
 
 
 def opaque(fn):
